@@ -1,0 +1,55 @@
+# marathon: make marathon SEED=42 | make test | make lint | make bench | make serve
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SEED ?= 42
+APP ?= online-boutique
+AGENT ?= runbook
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test lint unit rules marathon bench serve cluster clean
+
+setup: $(STAMP) prometheus
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+# Prometheus (and promtool) come from Debian's package when they are not on PATH.
+prometheus:
+	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then \
+	  echo "installing Debian's prometheus package"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; \
+	  $$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true; \
+	fi
+.PHONY: prometheus
+
+lint: $(STAMP)
+	$(BIN)/ruff check orchestrator tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+rules: prometheus
+	promtool check rules alert_rules/*.yaml
+	promtool test rules alert_rules/tests/*.yaml
+
+unit: setup
+	$(BIN)/pytest
+
+test: lint rules unit
+
+marathon: setup
+	$(BIN)/marathon run --app $(APP) --seed $(SEED) --agent $(AGENT)
+
+bench: setup
+	$(BIN)/python -m tests.bench
+
+serve: setup
+	$(BIN)/marathon serve
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Baseline agents: noop, runbook, oracle and a ReAct agent, each a standalone command."""

@@ -1,0 +1,1 @@
+"""The control plane: FastAPI app, dashboard and nightly benchmark jobs."""

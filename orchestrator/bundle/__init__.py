@@ -1,0 +1,1 @@
+"""The run bundle: typed journal records, hash-chained streams, BagIt sealing and verification."""

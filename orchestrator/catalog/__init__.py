@@ -1,0 +1,1 @@
+"""The fault catalog and application topologies: schema, loading, validation, affected scope."""

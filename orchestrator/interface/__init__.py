@@ -1,0 +1,1 @@
+"""The agent-facing interface: tool registry, policy layer, MCP server and REST mirror."""

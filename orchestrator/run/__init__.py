@@ -1,0 +1,1 @@
+"""The marathon runner: the boundary loop, agent invocation and workspaces."""

@@ -1,0 +1,1 @@
+"""The Prometheus seam: server management, the query adapter, the rule-pack evaluator and probes."""

@@ -1,0 +1,1 @@
+"""The twin: a deterministic simulated Kubernetes cluster running the apps behind the Kubernetes API."""
