@@ -7,6 +7,6 @@ import random
 
 
 def derive(seed: int, concern: str) -> random.Random:
-    """Return a ``random.Random`` for ``concern`` that depends only on ``seed`` and the name (no side effects)."""
+    """A ``random.Random`` for ``concern`` that depends only on ``seed`` and the name (no side effects)."""
     digest = hashlib.sha256(f"{seed}:{concern}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))

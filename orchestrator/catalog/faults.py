@@ -1,0 +1,293 @@
+"""The fault catalog's data model: one entry per fault, the mechanism field selecting its variant.
+
+The catalog is data. The twin reads code-fault builds from it as its image registry; the injectors read the
+inject recipes; the schedule reads categories and interference keys; the scorer reads ground truth from the
+bundle, which copies it from here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+
+
+class Category(StrEnum):
+    CODE_BUG = "code-bug"
+    DEPENDENCY = "dependency"
+    INFRASTRUCTURE = "infrastructure"
+    DEPLOYMENT = "deployment"
+    CONFIGURATION_BUG = "configuration-bug"
+    DATABASE_NETWORK = "database-network"
+    AUTHENTICATION = "authentication"
+
+
+# Share of high-severity production incidents per category (percent); see fault_catalog/README.md.
+CATEGORY_WEIGHTS: dict[Category, float] = {
+    Category.CODE_BUG: 27.0,
+    Category.DEPENDENCY: 16.4,
+    Category.INFRASTRUCTURE: 15.8,
+    Category.DEPLOYMENT: 13.2,
+    Category.CONFIGURATION_BUG: 12.5,
+    Category.DATABASE_NETWORK: 10.5,
+    Category.AUTHENTICATION: 4.6,
+}
+
+
+class Mechanism(StrEnum):
+    CODE = "code"
+    CONFIG = "config"
+    CHAOS = "chaos"
+
+
+ARTIFACT_KINDS: tuple[str, ...] = (
+    "release", "config", "resources", "replicas", "probe", "service", "credentials", "feature-flag",
+    "network", "dns", "pod", "cpu", "memory", "io", "node",
+)  # fmt: skip
+
+# Which artifact kinds each mechanism can be responsible for.
+KINDS_BY_MECHANISM: dict[Mechanism, frozenset[str]] = {
+    Mechanism.CODE: frozenset({"release"}),
+    Mechanism.CONFIG: frozenset(
+        {"config", "resources", "replicas", "probe", "service", "credentials", "feature-flag", "release"}
+    ),
+    Mechanism.CHAOS: frozenset({"network", "dns", "pod", "cpu", "memory", "io", "node"}),
+}
+
+_REGISTRY_PREFIX = re.compile(r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)+")
+
+
+@dataclass(frozen=True, order=True)
+class Artifact:
+    """A responsible artifact, written ``KIND`` or ``KIND:REFERENCE`` (grammar in fault_catalog/README.md)."""
+
+    kind: str
+    reference: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> Artifact:
+        kind, _, reference = text.strip().partition(":")
+        kind = kind.strip().lower()
+        if kind not in ARTIFACT_KINDS:
+            raise ValueError(f"unknown artifact kind {kind!r}; expected one of {', '.join(ARTIFACT_KINDS)}")
+        return cls(kind=kind, reference=reference.strip())
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.reference}" if self.reference else self.kind
+
+    def normalized(self) -> str:
+        """Case, whitespace and an image registry prefix removed: the form Loc-strict compares."""
+        reference = re.sub(r"\s+", "", self.reference).lower()
+        if self.kind == "release":
+            reference = _REGISTRY_PREFIX.sub("", reference)
+        return f"{self.kind}:{reference}" if reference else self.kind
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Healthy(_Strict):
+    op: Literal["<", "<=", ">", ">=", "=="]
+    value: float
+
+
+class SymptomProbe(_Strict):
+    """PromQL whose value is compared with ``healthy``; ``$namespace`` is replaced by the app namespace."""
+
+    query: str = Field(min_length=1)
+    healthy: Healthy
+
+
+class LogMessage(_Strict):
+    service: str
+    message: str = Field(min_length=8)
+
+
+class Remedy(_Strict):
+    action: Literal[
+        "rollback", "restart", "scale", "update_config", "set_feature_flag", "submit_patch", "wait", "none"
+    ]
+    service: str | None = None
+    field: str | None = None
+    value: str | int | None = None
+
+
+class BuildBehaviour(_Strict):
+    """What a fault build does when it runs: the twin derives every symptom of a code fault from this."""
+
+    error_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
+    ops: tuple[str, ...] = ()
+    extra_latency_ms: float = Field(default=0.0, ge=0.0)
+    crash_on_start: bool = False
+    memory_leak_mib_per_min: float = Field(default=0.0, ge=0.0)
+    cpu_factor: float = Field(default=1.0, gt=0.0)
+
+    @model_validator(mode="after")
+    def _does_something(self) -> BuildBehaviour:
+        inert = (
+            self.error_ratio == 0.0
+            and self.extra_latency_ms == 0.0
+            and not self.crash_on_start
+            and self.memory_leak_mib_per_min == 0.0
+            and self.cpu_factor == 1.0
+        )
+        if inert:
+            raise ValueError("a fault build must change behaviour (errors, latency, crash, leak or cpu)")
+        return self
+
+
+class SourceChange(_Strict):
+    """The defect as a source change: repair means a patch that restores ``before``."""
+
+    file: str
+    before: str = Field(min_length=1)
+    after: str = Field(min_length=1)
+
+
+class CodeInject(_Strict):
+    image_tag: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+    change_cause: str = Field(min_length=8)
+    release_note: str = Field(min_length=8)
+    behaviour: BuildBehaviour
+    source: SourceChange
+
+
+CONFIG_FIELD = (
+    r"^(env/[A-Za-z_][A-Za-z0-9_]*|resources/(requests|limits)/(cpu|memory)|replicas"
+    r"|probe/(readiness|liveness)/(port|path)|port/[a-z0-9-]+|image|targetPort|flags/[A-Za-z0-9_-]+)$"
+)
+
+
+class ConfigInject(_Strict):
+    """A targeted change of exactly one field of one object.
+
+    ``field`` paths: ``env/NAME``, ``resources/limits/memory`` (requests|limits, cpu|memory), ``replicas``,
+    ``probe/readiness/port`` (readiness|liveness, port|path), ``port/NAME`` (container port),
+    ``image`` (an image that no registry holds), ``targetPort`` (Service), ``flags/NAME`` (feature flag
+    ConfigMap). ``value: null`` clears the field.
+    """
+
+    object: Literal["deployment", "service", "configmap"] = "deployment"
+    name: str | None = None
+    container: str | None = None
+    field: str = Field(pattern=CONFIG_FIELD)
+    value: str | int | None
+
+
+ChaosKind = Literal[
+    "PodChaos", "NetworkChaos", "StressChaos", "DNSChaos", "IOChaos", "HTTPChaos",
+    "terminate-pods", "drain-node",
+]  # fmt: skip
+
+
+class ChaosInject(_Strict):
+    """A Chaos Mesh object (``spec`` without the selector, built from the target) or a pod/node action."""
+
+    kind: ChaosKind
+    spec: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _crd_has_action(self) -> ChaosInject:
+        is_crd = self.kind[0].isupper()
+        if is_crd and self.kind not in {"StressChaos"} and "action" not in self.spec:
+            raise ValueError(f"{self.kind} spec needs an 'action'")
+        if self.kind == "StressChaos" and "stressors" not in self.spec:
+            raise ValueError("StressChaos spec needs 'stressors'")
+        return self
+
+
+class _Entry(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{2,80}$")
+    app: str
+    category: Category
+    target: str
+    culprits: tuple[str, ...] = Field(min_length=1)
+    artifact: str
+    description: str = Field(min_length=8)
+    log: LogMessage
+    probe: SymptomProbe
+    remedy: Remedy
+
+    @field_validator("artifact")
+    @classmethod
+    def _artifact_parses(cls, value: str) -> str:
+        return str(Artifact.parse(value))
+
+    @property
+    def responsible(self) -> Artifact:
+        return Artifact.parse(self.artifact)
+
+    def content_hash(self) -> str:
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _check_kind(self, mechanism: Mechanism) -> None:
+        if self.responsible.kind not in KINDS_BY_MECHANISM[mechanism]:
+            allowed = ", ".join(sorted(KINDS_BY_MECHANISM[mechanism]))
+            kind = self.responsible.kind
+            raise ValueError(f"artifact kind {kind!r} does not fit a {mechanism} fault ({allowed})")
+
+
+class CodeFault(_Entry):
+    mechanism: Literal[Mechanism.CODE]
+    intended_update: str = Field(min_length=8)
+    defect: str = Field(min_length=8)
+    inject: CodeInject
+    revert: Literal["restore-image"] = "restore-image"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CodeFault:
+        self._check_kind(Mechanism.CODE)
+        return self
+
+    def slot(self) -> str:
+        return f"{self.target}/image"
+
+
+class ConfigFault(_Entry):
+    mechanism: Literal[Mechanism.CONFIG]
+    intended_update: str = Field(min_length=8)
+    defect: str = Field(min_length=8)
+    inject: ConfigInject
+    revert: Literal["restore-value"] = "restore-value"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ConfigFault:
+        self._check_kind(Mechanism.CONFIG)
+        return self
+
+    def slot(self) -> str:
+        return f"{self.inject.object}/{self.inject.name or self.target}/{self.inject.field}"
+
+
+class ChaosFault(_Entry):
+    mechanism: Literal[Mechanism.CHAOS]
+    inject: ChaosInject
+    revert: Literal["delete-object", "await-recovery", "uncordon-node"] = "delete-object"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChaosFault:
+        self._check_kind(Mechanism.CHAOS)
+        return self
+
+    def slot(self) -> str:
+        return f"{self.target}/chaos/{self.inject.kind}"
+
+
+FaultEntry = Annotated[CodeFault | ConfigFault | ChaosFault, Field(discriminator="mechanism")]
+FAULT_ENTRY: TypeAdapter[CodeFault | ConfigFault | ChaosFault] = TypeAdapter(FaultEntry)
+
+
+def interference_keys(entry: CodeFault | ConfigFault | ChaosFault) -> frozenset[str]:
+    """Keys two active faults must not share: the responsible artifact and the (target, mechanism) slot.
+
+    No side effects. A config fault on an env var and a code fault on the same Deployment have different
+    keys and compose; two releases of one Deployment, or two faults on one artifact, interfere.
+    """
+    return frozenset({f"artifact:{entry.responsible.normalized()}", f"slot:{entry.slot()}"})
