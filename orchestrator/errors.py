@@ -12,6 +12,7 @@ structured error results at the edge. Never return error strings.
      ├── RevertError                a fault could not be reverted after retries (reported loudly)
      ├── PolicyDenied               the policy layer refused a mutation (recorded as a decision)
      ├── ClusterError               the Kubernetes API failed or answered unexpectedly
+     │    └── ApiStatusError        the twin's API refused a request (a Kubernetes Status)
      ├── TelemetryError             Prometheus is missing, unhealthy or answered with an error
      ├── BundleError                a run bundle is unreadable, or fails verification
      └── AgentError                 an agent invocation could not be started
@@ -83,6 +84,19 @@ class PolicyDenied(OrchestratorError):
 
 class ClusterError(OrchestratorError):
     """The Kubernetes API failed or answered unexpectedly."""
+
+
+class ApiStatusError(ClusterError):
+    """The twin's API server refused a request: the code, reason and causes of the Kubernetes Status."""
+
+    def __init__(
+        self, code: int, reason: str, message: str, *, details: dict[str, object] | None = None
+    ) -> None:
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+        super().__init__(message)
 
 
 class TelemetryError(OrchestratorError):
