@@ -1,0 +1,1 @@
+"""The application model of the twin: workload, services, propagation, symptoms derived from state."""
