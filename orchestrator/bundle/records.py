@@ -1,0 +1,308 @@
+"""Typed, versioned journal records: every fact a marathon writes into its run bundle.
+
+Each record carries a ``kind`` discriminator and a schema version ``v``. Records are grouped into stream
+families (one JSON Lines file each, see ``STREAM_OF_KIND``). Times are float seconds since the schedule
+origin; wall-clock facts never appear here (they live in the bundle's one runtime file).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
+
+SCHEMA_VERSION = 1
+
+# The closed vocabulary of responsible-artifact kinds (METRICS.md, "Responsible artifacts").
+ARTIFACT_KINDS: frozenset[str] = frozenset(
+    {
+        "release",
+        "config",
+        "resources",
+        "replicas",
+        "probe",
+        "service",
+        "credentials",
+        "feature-flag",
+        "network",
+        "dns",
+        "pod",
+        "cpu",
+        "memory",
+        "io",
+        "node",
+    }
+)
+
+Seconds = Annotated[float, Field(allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+def _sorted_unique(values: list[str]) -> list[str]:
+    # Sets are stored sorted so that the same facts always serialise to the same bytes.
+    return sorted(set(values))
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    v: Literal[1] = 1  # SCHEMA_VERSION; a reader meeting another version refuses the record
+
+
+class Price(BaseModel):
+    """Dollars per million tokens for one model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_usd_per_mtok: Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+    output_usd_per_mtok: Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+
+
+class RunManifest(_Record):
+    """What was run: the first record of the ``run`` stream. ``price_table`` may hold a ``*`` fallback."""
+
+    kind: Literal["run_manifest"] = "run_manifest"
+    run_id: str = Field(min_length=1)
+    app: str
+    namespace: str
+    seed: int
+    catalog_version: str
+    catalog_sha256: str
+    rule_pack_version: str
+    rule_pack_sha256: str
+    code_version: str
+    code_sha256: str
+    agent_name: str
+    agent_command: list[str]
+    delta_s: Annotated[float, Field(gt=0.0)]
+    budget_s: Annotated[float, Field(gt=0.0)]
+    grace_s: Annotated[float, Field(ge=0.0)]
+    schedule_params: dict[str, JsonValue] = Field(default_factory=dict)
+    price_table: dict[str, Price] = Field(default_factory=dict)
+
+
+class ScheduleRecord(_Record):
+    """One planned activation of a catalog entry."""
+
+    kind: Literal["schedule"] = "schedule"
+    index: Annotated[int, Field(ge=0)]
+    at_s: Seconds
+    duration_s: Annotated[float, Field(gt=0.0)]
+    catalog_id: str
+
+
+class RunEnded(_Record):
+    """The end of the run (after the observation period and final reverts): closes every open window."""
+
+    kind: Literal["run_ended"] = "run_ended"
+    t: Seconds
+    reason: str = "completed"
+
+
+class FaultInjected(_Record):
+    """Ground truth of one injected fault. ``scope`` is the affected scope P_f computed from the topology."""
+
+    kind: Literal["fault_injected"] = "fault_injected"
+    fault_id: str = Field(min_length=1)
+    catalog_id: str
+    category: str
+    mechanism: str
+    namespace: str
+    target: str
+    culprits: list[str] = Field(min_length=1)
+    artifact: str
+    scope: list[str] = Field(min_length=1)
+    inject_s: Seconds
+    planned_revert_s: Seconds
+    pre_value: str
+    injected_value: str
+
+    @field_validator("culprits", "scope")
+    @classmethod
+    def _canonical_sets(cls, values: list[str]) -> list[str]:
+        return _sorted_unique(values)
+
+    @field_validator("artifact")
+    @classmethod
+    def _artifact_kind_is_known(cls, value: str) -> str:
+        kind = value.split(":", 1)[0]
+        if kind not in ARTIFACT_KINDS:
+            raise ValueError(f"artifact kind {kind!r} is not one of {sorted(ARTIFACT_KINDS)}")
+        return value
+
+
+class FaultReverted(_Record):
+    kind: Literal["fault_reverted"] = "fault_reverted"
+    fault_id: str
+    t: Seconds
+    outcome: Literal["reverted", "already_restored", "failed"]
+    detail: str = ""
+
+
+class FaultFailed(_Record):
+    """The injection of ``fault_id`` failed: the fault is not part of the scored set."""
+
+    kind: Literal["fault_failed"] = "fault_failed"
+    fault_id: str
+    t: Seconds
+    error: str
+
+
+class AlertRecord(_Record):
+    """One state of an alert; a new record is appended on each change and the latest per id is the truth."""
+
+    kind: Literal["alert"] = "alert"
+    alert_id: str = Field(min_length=1)
+    rule: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    starts_at: Seconds
+    ends_at: Seconds | None = None
+
+
+class ProbeSample(_Record):
+    kind: Literal["probe_sample"] = "probe_sample"
+    fault_id: str
+    t: Seconds
+    value: float | None
+    healthy: bool
+
+
+class ArtifactSample(_Record):
+    """Whether the fault's responsible artifact holds its pre-injection value at ``t``."""
+
+    kind: Literal["artifact_sample"] = "artifact_sample"
+    fault_id: str
+    t: Seconds
+    restored: bool
+
+
+class ServiceSample(_Record):
+    """Entry-point measurements: request rate, failed fraction, fraction slower than 2.5 s."""
+
+    kind: Literal["service_sample"] = "service_sample"
+    t: Seconds
+    q: Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+    e: Fraction
+    l: Fraction  # noqa: E741 - the metric's own name in METRICS.md
+
+
+class Invocation(_Record):
+    kind: Literal["invocation"] = "invocation"
+    n: Annotated[int, Field(ge=0)]
+    start_s: Seconds
+    end_s: Seconds
+    exit_code: int | None
+    timed_out: bool
+
+
+class ToolCall(_Record):
+    kind: Literal["tool_call"] = "tool_call"
+    invocation: int
+    t: Seconds
+    tool: str
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+    effect: Literal["read", "report", "mutate"]
+    decision: Literal["allowed", "denied", "forbidden"]
+    reason: str = ""
+    result: str = ""
+
+
+class IncidentReport(_Record):
+    """One ``incident_report`` call; a later report of the same incident replaces the earlier one."""
+
+    kind: Literal["incident_report"] = "incident_report"
+    t: Seconds
+    incident_id: str = Field(min_length=1)
+    alert_ids: list[str] = Field(default_factory=list)
+    culprits: list[str] = Field(default_factory=list)
+    artifact: str = ""
+    status: Literal["open", "mitigated", "resolved"] = "open"
+    notes: str = ""
+
+    @field_validator("alert_ids", "culprits")
+    @classmethod
+    def _canonical_sets(cls, values: list[str]) -> list[str]:
+        return _sorted_unique(values)
+
+
+class Intervention(_Record):
+    """An executed mutating tool call; ``t`` is when it completed."""
+
+    kind: Literal["intervention"] = "intervention"
+    t: Seconds
+    tool: str
+    targets: list[str] = Field(default_factory=list)
+    incident_id: str | None = None
+    result: Literal["ok", "error"]
+    detail: str = ""
+
+    @field_validator("targets")
+    @classmethod
+    def _canonical_sets(cls, values: list[str]) -> list[str]:
+        return _sorted_unique(values)
+
+
+class ForbiddenAttempt(_Record):
+    kind: Literal["forbidden_attempt"] = "forbidden_attempt"
+    t: Seconds
+    tool: str
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+    reason: str
+    blocked: bool
+
+
+class ModelCall(_Record):
+    kind: Literal["model_call"] = "model_call"
+    t: Seconds
+    model: str
+    tokens_in: Annotated[int, Field(ge=0)]
+    tokens_out: Annotated[int, Field(ge=0)]
+
+
+Record = (
+    RunManifest
+    | ScheduleRecord
+    | RunEnded
+    | FaultInjected
+    | FaultReverted
+    | FaultFailed
+    | AlertRecord
+    | ProbeSample
+    | ArtifactSample
+    | ServiceSample
+    | Invocation
+    | ToolCall
+    | IncidentReport
+    | Intervention
+    | ForbiddenAttempt
+    | ModelCall
+)
+
+RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Annotated[Record, Field(discriminator="kind")])
+
+# One JSON Lines file per family; the runner never chooses a file, the record's kind does.
+STREAM_OF_KIND: dict[str, str] = {
+    "run_manifest": "run",
+    "schedule": "run",
+    "run_ended": "run",
+    "fault_injected": "faults",
+    "fault_reverted": "faults",
+    "fault_failed": "faults",
+    "alert": "alerts",
+    "probe_sample": "probes",
+    "artifact_sample": "probes",
+    "service_sample": "service",
+    "invocation": "agent",
+    "tool_call": "agent",
+    "incident_report": "agent",
+    "intervention": "agent",
+    "forbidden_attempt": "agent",
+    "model_call": "metering",
+}
+STREAMS: tuple[str, ...] = tuple(dict.fromkeys(STREAM_OF_KIND.values()))
+
+
+def stream_of(record: Record) -> str:
+    """The stream family a record belongs to (no side effects)."""
+    return STREAM_OF_KIND[record.kind]

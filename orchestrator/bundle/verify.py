@@ -1,0 +1,203 @@
+"""Verification of a sealed bundle: BagIt manifests, tag files, per-stream hash chains and the signature.
+
+Every check runs and every defect is reported as a ``Finding`` naming the file (and line) at fault, so a
+tampered bundle says what was changed rather than only that something was.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import bagit
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from orchestrator.bundle.journal import STREAM_SUFFIX, genesis_hash, scan_stream
+from orchestrator.bundle.seal import (
+    CHAIN_HEADS_FILE,
+    PUBLIC_KEY_FILE,
+    SIGNATURE_FILE,
+    TAG_MANIFEST,
+    is_sealed,
+    read_manifest,
+)
+from orchestrator.errors import BundleError
+
+
+@dataclass(frozen=True)
+class Finding:
+    subject: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class Verification:
+    bundle: Path
+    findings: tuple[Finding, ...]
+    records: int
+    signed: bool
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def verify_bundle(bundle: Path, *, public_key: Path | None = None) -> Verification:
+    """Check everything that can be checked about ``bundle``; never raises for a defective bundle."""
+    bundle = Path(bundle)
+    if not bundle.is_dir() or not is_sealed(bundle):
+        finding = Finding(str(bundle), "not a sealed bundle (no bagit.txt)")
+        return Verification(bundle=bundle, findings=(finding,), records=0, signed=False)
+    findings = _check_tag_manifest(bundle)
+    findings += _check_bag(bundle)
+    chain_findings, records = _check_chains(bundle)
+    findings += chain_findings
+    signature_findings, signed = _check_signature(bundle, public_key)
+    findings += signature_findings
+    unique = tuple(dict.fromkeys(findings))
+    return Verification(bundle=bundle, findings=unique, records=records, signed=signed)
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _check_tag_manifest(bundle: Path) -> list[Finding]:
+    # Checked here rather than only by bagit: bagit skips tag manifests when bagit.txt claims an old version.
+    path = bundle / TAG_MANIFEST
+    if not path.is_file():
+        return [Finding(TAG_MANIFEST, "missing")]
+    findings: list[Finding] = []
+    listed: set[str] = set()
+    for number, line in enumerate(path.read_bytes().decode("utf-8", "replace").splitlines(), start=1):
+        digest, _, name = line.partition(" ")
+        name = name.strip()
+        listed.add(name)
+        target = bundle / name
+        if not name or len(digest) != 64:
+            findings.append(Finding(TAG_MANIFEST, f"line {number} is malformed: {line!r}"))
+        elif not target.is_file():
+            findings.append(Finding(name, f"listed in {TAG_MANIFEST} but missing"))
+        elif _sha256_file(target) != digest:
+            findings.append(Finding(name, f"tag file changed (SHA-256 differs from {TAG_MANIFEST})"))
+    for other in sorted(p for p in bundle.rglob("*") if p.is_file()):
+        name = other.relative_to(bundle).as_posix()
+        if name.startswith(("data/", "tagmanifest-")) or name in listed:
+            continue
+        findings.append(Finding(name, f"extra tag file not listed in {TAG_MANIFEST}"))
+    return findings
+
+
+def _check_bag(bundle: Path) -> list[Finding]:
+    try:
+        bag: Any = bagit.Bag(str(bundle))
+    except Exception as exc:  # noqa: BLE001 - any failure to parse the bag is a finding, not a crash
+        return [Finding("bag", f"unreadable by bagit: {exc}")]
+    findings: list[Finding] = []
+    # Each stage runs on its own so that a failing byte count does not hide which file is at fault.
+    for stage in (bag._validate_structure, bag._validate_oxum, bag._validate_completeness):
+        findings += _bagit_findings(stage)
+    findings += _bagit_findings(lambda: bag._validate_entries(1))
+    return findings
+
+
+def _bagit_findings(stage: Any) -> list[Finding]:
+    try:
+        stage()
+    except bagit.BagValidationError as exc:
+        if not exc.details:
+            return [Finding("bag", str(exc.message))]
+        return [_detail_finding(detail) for detail in exc.details]
+    except Exception as exc:  # noqa: BLE001 - a malformed manifest or bag-info must not crash verification
+        return [Finding("bag", f"validation error: {exc}")]
+    return []
+
+
+def _detail_finding(detail: Any) -> Finding:
+    path = str(getattr(detail, "path", "bag"))
+    if isinstance(detail, bagit.ChecksumMismatch):
+        return Finding(path, "content changed (SHA-256 differs from the manifest)")
+    if isinstance(detail, bagit.FileMissing):
+        return Finding(path, "listed in the manifest but missing")
+    if isinstance(detail, bagit.UnexpectedFile):
+        return Finding(path, "extra file not listed in the manifest")
+    return Finding(path, str(detail))
+
+
+def _check_chains(bundle: Path) -> tuple[list[Finding], int]:
+    data = bundle / "data"
+    try:
+        run_id = read_manifest(data).run_id
+    except BundleError as exc:
+        return [Finding("data/run.jsonl", f"cannot read the run manifest: {exc}")], 0
+    try:
+        heads = json.loads((bundle / CHAIN_HEADS_FILE).read_text(encoding="utf-8"))
+        if not isinstance(heads, dict):
+            raise ValueError("not an object")
+    except (OSError, ValueError) as exc:
+        return [Finding(CHAIN_HEADS_FILE, f"unreadable: {exc}")], 0
+    findings: list[Finding] = []
+    records = 0
+    names = sorted({*heads, *(p.name for p in data.glob(f"*{STREAM_SUFFIX}"))})
+    for name in names:
+        subject = f"data/{name}"
+        sealed = heads.get(name)
+        path = data / name
+        if sealed is None:
+            findings.append(Finding(subject, f"stream not recorded in {CHAIN_HEADS_FILE}"))
+            continue
+        if not path.is_file():
+            findings.append(Finding(subject, "stream missing"))
+            continue
+        scan = scan_stream(path, genesis=genesis_hash(run_id))
+        records += len(scan.lines)
+        findings += [Finding(subject, problem) for problem in scan.problems]
+        if scan.partial_tail:
+            findings.append(Finding(subject, "ends with an unterminated line (bytes appended or cut)"))
+        findings += _head_findings(subject, scan.lines, scan.head, sealed)
+    return findings, records
+
+
+def _head_findings(subject: str, lines: list[bytes], head: str, sealed: Any) -> list[Finding]:
+    try:
+        count, sealed_head = int(sealed["records"]), str(sealed["head"])
+    except (KeyError, TypeError, ValueError):
+        return [Finding(CHAIN_HEADS_FILE, f"entry for {subject} is malformed")]
+    if len(lines) < count:
+        return [Finding(subject, f"{len(lines)} records but {count} were sealed (records deleted)")]
+    if len(lines) > count:
+        return [Finding(subject, f"{len(lines)} records but {count} were sealed (records appended)")]
+    if head != sealed_head:
+        return [Finding(subject, f"line {count}: last record differs from the sealed chain head (altered)")]
+    return []
+
+
+def _check_signature(bundle: Path, public_key: Path | None) -> tuple[list[Finding], bool]:
+    signature_path = bundle / SIGNATURE_FILE
+    if not signature_path.is_file():
+        if public_key is not None:
+            return [Finding(SIGNATURE_FILE, "missing, but a public key was given to check it")], False
+        return [], False
+    key_path = public_key if public_key is not None else bundle / PUBLIC_KEY_FILE
+    try:
+        key = serialization.load_pem_public_key(Path(key_path).read_bytes())
+        if not isinstance(key, Ed25519PublicKey):
+            raise ValueError(f"{type(key).__name__} is not an Ed25519 key")
+    except (OSError, ValueError, TypeError) as exc:
+        return [Finding(str(key_path), f"public key unreadable: {exc}")], True
+    try:
+        signature = base64.b64decode(signature_path.read_bytes().strip(), validate=True)
+        key.verify(signature, (bundle / TAG_MANIFEST).read_bytes())
+    except (binascii.Error, ValueError, OSError, InvalidSignature):
+        return [Finding(SIGNATURE_FILE, f"signature does not match {TAG_MANIFEST} and {key_path}")], True
+    return [], True

@@ -1,0 +1,176 @@
+"""The self-contained HTML report of one run: timeline, concurrency, degradation, stages, per-fault table.
+
+One file, inline SVG and CSS only: it opens offline and never fetches anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from orchestrator.bundle.reader import Bundle
+from orchestrator.bundle.records import ServiceSample
+from orchestrator.score.attribution import attribute, latest_alerts, run_end, scored_faults
+from orchestrator.score.charts import (
+    AGENT_COLOUR,
+    BASELINE_COLOUR,
+    OUTCOME_COLOURS,
+    Bar,
+    Mark,
+    line_chart_svg,
+    stage_bars_svg,
+    timeline_svg,
+)
+from orchestrator.score.scorecard import FaultOutcome, Scorecard
+from orchestrator.score.table import DASH, fmt, summary_rows
+
+_STYLE = """
+body { font-family: sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+table { border-collapse: collapse; font-size: 12px; }
+td, th { border: 1px solid #ccc; padding: 3px 6px; text-align: left; }
+.legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
+.swatch { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: middle; }
+"""
+
+
+def concurrency_points(intervals: Sequence[tuple[float, float]], t_end: float) -> list[tuple[float, float]]:
+    """(t, number of live faults from t on) at every change, from 0 to ``t_end`` (no side effects)."""
+    changes: dict[float, int] = {0.0: 0, t_end: 0}
+    for start, end in intervals:
+        changes[start] = changes.get(start, 0) + 1
+        changes[end] = changes.get(end, 0) - 1
+    points, live = [], 0
+    for t in sorted(changes):
+        live += changes[t]
+        points.append((t, float(live)))
+    return points
+
+
+def concurrency_summary(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Time-weighted mean and peak of a step series (no side effects)."""
+    span = points[-1][0] - points[0][0] if points else 0.0
+    area = sum((t1 - t0) * value for (t0, value), (t1, _) in zip(points, points[1:], strict=False))
+    peak = max((value for _, value in points), default=0.0)
+    return (area / span if span > 0 else 0.0), peak
+
+
+def degradation_points(samples: Sequence[ServiceSample]) -> list[tuple[float, float]]:
+    by_time = {s.t: min(1.0, s.e + s.l) * s.q for s in samples}
+    return sorted(by_time.items())
+
+
+def _seconds(value: float | None) -> str:
+    return DASH if value is None else f"{value:.0f}"
+
+
+def _fault_rows(outcomes: Sequence[FaultOutcome]) -> str:
+    head = (
+        "<tr><th>fault</th><th>catalog id</th><th>category</th><th>mechanism</th><th>inject s</th>"
+        "<th>revert s</th><th>incident</th><th>a</th><th>b</th><th>b strict</th><th>c</th><th>outcome</th>"
+        "<th>TTD s</th><th>TTL s</th><th>TTR s</th></tr>"
+    )
+    rows = [head]
+    for o in outcomes:
+        cells = [
+            o.fault_id,
+            o.catalog_id,
+            o.category,
+            o.mechanism,
+            f"{o.inject_s:.0f}",
+            f"{o.revert_s:.0f}",
+            o.incident_id or DASH,
+            str(o.a),
+            str(o.b),
+            str(o.b_strict),
+            str(o.c),
+            o.outcome,
+            _seconds(o.detected_s),
+            _seconds(o.located_s),
+            _seconds(o.repaired_s),
+        ]
+        colour = OUTCOME_COLOURS[o.outcome]
+        rows.append(
+            f'<tr class="fault-row" style="border-left: 6px solid {colour}">'
+            + "".join(f"<td>{escape(cell)}</td>" for cell in cells)
+            + "</tr>"
+        )
+    return '<table class="faults">' + "".join(rows) + "</table>"
+
+
+def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> str:
+    """The report as one HTML string, the same for the same inputs (no side effects)."""
+    manifest = bundle.manifest
+    t_end = max(run_end(bundle), run_end(baseline) if baseline is not None else 0.0, 1.0)
+    faults = scored_faults(bundle)
+    alerts = latest_alerts(bundle.alerts)
+    attribution = attribute(alerts, faults)
+    starts: dict[str, list[float]] = {}
+    for alert_id, fault_ids in attribution.items():
+        for fault_id in fault_ids:
+            starts.setdefault(fault_id, []).append(alerts[alert_id].starts_at)
+    bars = [
+        Bar(
+            label=o.fault_id,
+            start=o.inject_s,
+            end=o.revert_s,
+            outcome=o.outcome,
+            alerts=tuple(sorted(starts.get(o.fault_id, []))),
+            tooltip=f"{o.fault_id} {o.catalog_id} ({o.category}, {o.mechanism}): {o.outcome}",
+        )
+        for o in card.outcomes
+    ]
+    marks = [Mark(a.starts_at, "alert", f"{a.alert_id} {a.rule}") for a in alerts.values()]
+    marks += [
+        Mark(i.t, "action", f"{i.tool} {', '.join(i.targets)} -> {i.result}") for i in bundle.interventions
+    ]
+    marks += [Mark(f.t, "forbidden", f"forbidden {f.tool}: {f.reason}") for f in bundle.forbidden]
+    concurrency = concurrency_points([(f.inject_s, f.revert_s) for f in faults], t_end)
+    mean, peak = concurrency_summary(concurrency)
+    series = [("agent", AGENT_COLOUR, degradation_points(bundle.service))]
+    if baseline is not None:
+        series.append(("no-action", BASELINE_COLOUR, degradation_points(baseline.service)))
+    stages = [
+        ("Corr", card.corr),
+        ("Loc", card.loc),
+        ("Loc-strict", card.loc_strict),
+        ("Rep", card.rep),
+        ("Score / 100", card.marathon_score / 100),
+        ("Risk", card.risk),
+    ]
+    legend = "".join(
+        f'<span><i class="swatch" style="background:{colour}"></i>{escape(name)}</span>'
+        for name, colour in OUTCOME_COLOURS.items()
+    )
+    summary = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in summary_rows(card))
+    title = f"Marathon {manifest.run_id}: {manifest.agent_name} on {manifest.app} (seed {manifest.seed})"
+    level = DASH if card.degradation_level is None else f"{card.degradation_level:.1f} %"
+    return "".join(
+        [
+            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<h1>{escape(title)}</h1>",
+            f'<table class="summary">{summary}</table>',
+            "<h2>Fault timeline</h2>",
+            f'<div class="legend">{legend}</div>',
+            timeline_svg(bars, marks, t_end),
+            "<h2>Live faults over time</h2>",
+            f"<p>mean {mean:.2f}, peak {peak:.0f} simultaneously live faults</p>",
+            line_chart_svg(
+                [("live-faults", AGENT_COLOUR, concurrency)],
+                t_end=t_end,
+                name="concurrency",
+                y_label="live faults",
+                step=True,
+            ),
+            "<h2>Entry-point degradation</h2>",
+            f"<p>min(1, e + l) &#183; q over time; degradation level {escape(level)}"
+            f" (D = {fmt(card.degradation)})</p>",
+            line_chart_svg(series, t_end=t_end, name="degradation", y_label="degraded req/s"),
+            "<h2>Stage scores</h2>",
+            stage_bars_svg(stages),
+            "<h2>Faults</h2>",
+            _fault_rows(card.outcomes),
+            "</body></html>\n",
+        ]
+    )
