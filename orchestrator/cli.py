@@ -15,6 +15,8 @@ from orchestrator.errors import InputError, OrchestratorError
 COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.catalog.commands",
     "orchestrator.schedule_commands",
+    "orchestrator.bundle.commands",
+    "orchestrator.score.commands",
 )
 
 
