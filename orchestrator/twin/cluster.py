@@ -1,0 +1,165 @@
+"""The simulated cluster: the object store, logs, events and nodes, moved by controllers at simulated time.
+
+``step(now)`` is the only thing that moves the world; the API server only reads and writes objects. Both
+hold ``lock``, so a server thread and the stepping thread never interleave inside one operation.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from orchestrator.catalog.topology import Node
+from orchestrator.twin.events import EventRecorder
+from orchestrator.twin.logs import LogBook
+from orchestrator.twin.runtime_protocol import PodRuntime
+from orchestrator.twin.store import NAMESPACES, NODES, Store, resource_for
+from orchestrator.twin.timefmt import rfc3339
+
+KUBERNETES_VERSION = "v1.31.4"
+# Node size of a kind worker on a laptop-class machine; the topology files name nodes and zones, not sizes.
+DEFAULT_NODE_CPU = "8"
+DEFAULT_NODE_MEMORY = "32Gi"
+MAX_PODS_PER_NODE = 110
+
+
+class Cluster:
+    """Everything the twin's Kubernetes side holds. Construct, ``apply_manifests``, then ``step``."""
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        nodes: Sequence[Node],
+        runtime: PodRuntime,
+        node_cpu: str = DEFAULT_NODE_CPU,
+        node_memory: str = DEFAULT_NODE_MEMORY,
+        start: float = 0.0,
+    ) -> None:
+        if not nodes:
+            raise ValueError("a cluster needs at least one node")
+        self.seed = seed
+        self.runtime = runtime
+        self.lock = threading.RLock()
+        self.now = start
+        self.store = Store(seed=seed)
+        self.store.now = start
+        self.logbook = LogBook()
+        self.events = EventRecorder(self.store)
+        for namespace in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            self.ensure_namespace(namespace)
+        for index, node in enumerate(nodes):
+            self.store.create(
+                NODES, _node_object(node, index=index, cpu=node_cpu, memory=node_memory, now=start)
+            )
+
+    def ensure_namespace(self, name: str) -> None:
+        with self.lock:
+            if self.store.find(NAMESPACES, "", name) is None:
+                self.store.create(NAMESPACES, _namespace_object(name))
+
+    def apply_manifests(self, docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Create each document as ``kubectl apply`` would on an empty cluster; returns the stored objects.
+
+        Namespaces a document names are created first, so a manifest set without its Namespace still
+        applies. A document that already exists is replaced (its spec wins, its status is kept).
+        """
+        stored: list[dict[str, Any]] = []
+        with self.lock:
+            for doc in docs:
+                if not doc:
+                    continue
+                rtype = resource_for(doc)
+                body = _fresh(doc)
+                meta = body.setdefault("metadata", {})
+                if rtype.namespaced:
+                    self.ensure_namespace(meta.get("namespace") or "default")
+                existing = self.store.find(rtype, meta.get("namespace") or "default", meta.get("name", ""))
+                if existing is None:
+                    stored.append(self.store.create(rtype, body))
+                else:
+                    meta.pop("resourceVersion", None)
+                    stored.append(self.store.replace(rtype, body))
+        return stored
+
+    def step(self, now: float) -> None:
+        """Run every controller once at simulated time ``now`` (seconds since the twin epoch)."""
+        with self.lock:
+            self.now = now
+            self.store.now = now
+            self.events.expire(now)
+
+
+def _fresh(doc: dict[str, Any]) -> dict[str, Any]:
+    """A private deep copy of a manifest document (JSON-shaped, so a structural copy is enough)."""
+    return copy.deepcopy(doc)
+
+
+def _namespace_object(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    }
+
+
+def _node_object(node: Node, *, index: int, cpu: str, memory: str, now: float) -> dict[str, Any]:
+    stamp = rfc3339(now)
+    resources = {"cpu": cpu, "memory": memory, "pods": str(MAX_PODS_PER_NODE), "ephemeral-storage": "100Gi"}
+    conditions = [
+        ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": node.name,
+            "labels": {
+                "kubernetes.io/hostname": node.name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "beta.kubernetes.io/arch": "amd64",
+                "topology.kubernetes.io/zone": node.zone,
+            },
+        },
+        "spec": {"podCIDR": f"10.244.{index + 1}.0/24", "podCIDRs": [f"10.244.{index + 1}.0/24"]},
+        "status": {
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+            "conditions": [
+                {
+                    "type": kind,
+                    "status": status,
+                    "reason": reason,
+                    "message": message,
+                    "lastHeartbeatTime": stamp,
+                    "lastTransitionTime": stamp,
+                }
+                for kind, status, reason, message in conditions
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": f"172.18.0.{index + 2}"},
+                {"type": "Hostname", "address": node.name},
+            ],
+            "nodeInfo": {
+                "kubeletVersion": KUBERNETES_VERSION,
+                "kubeProxyVersion": KUBERNETES_VERSION,
+                "containerRuntimeVersion": "containerd://1.7.18",
+                "osImage": "Debian GNU/Linux 12 (bookworm)",
+                "kernelVersion": "6.1.0-28-amd64",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "machineID": f"{index:032x}",
+                "systemUUID": f"00000000-0000-0000-0000-{index:012x}",
+                "bootID": f"00000000-0000-0000-0001-{index:012x}",
+            },
+        },
+    }
