@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.schedule_commands",
     "orchestrator.bundle.commands",
     "orchestrator.score.commands",
+    "orchestrator.cluster.commands",
 )
 
 
