@@ -1,0 +1,395 @@
+"""The seeded marathon schedule: which catalog faults are injected when, and when each is reverted.
+
+The same app, catalog entries, seed and parameters give the same schedule, byte for byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.catalog.faults import CATEGORY_WEIGHTS, Category, ChaosFault, CodeFault, ConfigFault
+from orchestrator.catalog.faults import interference_keys as _interference_keys
+from orchestrator.errors import Problem, ScheduleError
+from orchestrator.rng import derive
+
+Entry = CodeFault | ConfigFault | ChaosFault
+
+# Bump whenever the same inputs would produce a different schedule, so old hashes never match new plans.
+SCHEDULE_VERSION = 1
+
+_WHERE = "schedule parameters"
+
+
+@dataclass(frozen=True)
+class ScheduleParams:
+    """The knobs of the arrival process. Times are whole seconds on the schedule clock.
+
+    ``ramp`` is the ratio of the arrival intensity at the end of the injection period to that at its start.
+    ``max_concurrent`` caps simultaneously active faults; ``None`` means no cap.
+    """
+
+    fault_count: int = 60
+    injection_period_s: int = 3600
+    observation_period_s: int = 1800
+    ramp: float = 4.0
+    min_duration_s: int = 240
+    max_duration_s: int = 720
+    delta_s: int = 120
+    max_concurrent: int | None = None
+
+    def __post_init__(self) -> None:
+        problems = _param_problems(self)
+        if problems:
+            raise ScheduleError("invalid schedule parameters", problems)
+
+    @property
+    def run_end_s(self) -> int:
+        return self.injection_period_s + self.observation_period_s
+
+
+_INT_MINIMUMS = {
+    "fault_count": 0, "injection_period_s": 1, "observation_period_s": 1,
+    "min_duration_s": 1, "max_duration_s": 1, "delta_s": 1,
+}  # fmt: skip
+
+
+def _int_problem(field: str, value: object, *, minimum: int) -> Problem | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return Problem(_WHERE, None, field, repr(value), "must be an integer")
+    if value < minimum:
+        return Problem(_WHERE, None, field, repr(value), f"must be >= {minimum}")
+    return None
+
+
+def _param_problems(params: ScheduleParams) -> list[Problem]:
+    checks = [
+        _int_problem(field, getattr(params, field), minimum=low) for field, low in _INT_MINIMUMS.items()
+    ]
+    if params.max_concurrent is not None:
+        checks.append(_int_problem("max_concurrent", params.max_concurrent, minimum=1))
+    ramp = params.ramp
+    if isinstance(ramp, bool) or not isinstance(ramp, int | float) or not math.isfinite(ramp) or ramp <= 0:
+        checks.append(Problem(_WHERE, None, "ramp", repr(ramp), "must be a finite number > 0"))
+    problems = [p for p in checks if p is not None]
+    if problems:
+        return problems
+    if params.min_duration_s > params.max_duration_s:
+        problems.append(
+            Problem(
+                _WHERE, None, "min_duration_s", str(params.min_duration_s),
+                f"is greater than max_duration_s = {params.max_duration_s}",
+            )
+        )  # fmt: skip
+    # Injections and reverts happen only at invocation boundaries, so both periods are whole invocations.
+    for field in ("injection_period_s", "observation_period_s"):
+        value = getattr(params, field)
+        if value % params.delta_s:
+            problems.append(
+                Problem(_WHERE, None, field, str(value), f"is not a multiple of delta_s = {params.delta_s}")
+            )
+    return problems
+
+
+def check_seed(seed: object) -> int:
+    """The seed if it is a non-negative integer, else ``ScheduleError`` naming it (no side effects)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        problem = Problem(_WHERE, None, "seed", repr(seed), "must be an integer >= 0")
+        raise ScheduleError("invalid seed", [problem])
+    return seed
+
+
+@dataclass(frozen=True)
+class Activation:
+    """One planned fault: injected at ``at_s``, reverted at ``end_s`` (both are invocation boundaries)."""
+
+    index: int
+    arrival: int
+    at_s: int
+    duration_s: int
+    entry_id: str
+    category: Category
+    mechanism: str
+    target: str
+
+    @property
+    def end_s(self) -> int:
+        return self.at_s + self.duration_s
+
+
+@dataclass(frozen=True)
+class SkippedArrival:
+    """An arrival that was not placed: ``cap`` (the cap was reached) or ``conflict`` (no compatible entry)."""
+
+    arrival: int
+    at_s: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Schedule:
+    app: str
+    seed: int
+    params: ScheduleParams
+    entries_hash: str
+    content_hash: str
+    activations: tuple[Activation, ...]
+    skipped: tuple[SkippedArrival, ...]
+    version: int = SCHEDULE_VERSION
+
+
+def entries_hash(entries: Iterable[Entry]) -> str:
+    """sha256 over the sorted (id, content hash) pairs of the entries (no side effects)."""
+    pairs = sorted((entry.id, entry.content_hash()) for entry in entries)
+    return hashlib.sha256(canonical_json(pairs).encode()).hexdigest()
+
+
+def schedule_hash(*, app: str, seed: int, params: ScheduleParams, catalog_hash: str) -> str:
+    """The schedule's identity: everything the plan is a function of, plus the planner version."""
+    identity = {
+        "app": app,
+        "catalog": catalog_hash,
+        "params": dataclasses.asdict(params),
+        "seed": seed,
+        "version": SCHEDULE_VERSION,
+    }
+    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()
+
+
+def arrival_times(rng: random.Random, *, count: int, period_s: int, ramp: float) -> list[float]:
+    """``count`` sorted times in [0, period_s) whose density rises linearly ``ramp``-fold (no side effects).
+
+    Inverse CDF of the density ``1 + (ramp - 1) x`` on x in [0, 1): solving ``a x^2 + x = u (1 + a)`` with
+    ``a = (ramp - 1) / 2`` in the rationalised form, which stays exact as ``a`` approaches 0.
+    """
+    a = (ramp - 1.0) / 2.0
+    times = []
+    for _ in range(count):
+        u = rng.random()
+        x = 2.0 * u * (1.0 + a) / (1.0 + math.sqrt(1.0 + 4.0 * a * u * (1.0 + a)))
+        times.append(min(x, 1.0) * period_s)
+    return sorted(times)
+
+
+def category_weights(categories: Iterable[Category]) -> dict[Category, float]:
+    """Production weights renormalised over the categories given, in ``Category`` order (no side effects)."""
+    present = set(categories)
+    total = sum(CATEGORY_WEIGHTS[c] for c in present)
+    return {c: CATEGORY_WEIGHTS[c] / total for c in Category if c in present}
+
+
+def draw_category(rng: random.Random, weights: Mapping[Category, float]) -> Category:
+    """One category drawn with probability proportional to its weight; only ``rng`` changes."""
+    ordered = [c for c in Category if weights.get(c, 0.0) > 0.0]
+    if not ordered:
+        raise ScheduleError("no category has a positive weight")
+    point = rng.random() * sum(weights[c] for c in ordered)
+    for category in ordered:
+        point -= weights[category]
+        if point < 0.0:
+            return category
+    return ordered[-1]  # only reachable through float rounding at the top end
+
+
+def _boundary_at_or_after(time_s: float, delta_s: int) -> int:
+    return math.ceil(time_s / delta_s) * delta_s
+
+
+def plan_schedule(
+    *, app: str, entries: Sequence[Entry], seed: int, params: ScheduleParams | None = None
+) -> Schedule:
+    """The marathon schedule for ``app``: pure, no side effects; only the inputs decide the result.
+
+    Arrivals follow the ramped intensity; each is moved to the first invocation boundary at or after it
+    (inside the injection period) and its revert to the first boundary at or after its drawn duration
+    (clipped to the run end), because the schedule clock only advances by invocation. A category is drawn
+    with production weights over the categories present, then a compatible entry in it uniformly; a
+    category with no compatible entry is dropped and the draw repeated, and an arrival with no compatible
+    entry at all, or arriving while ``max_concurrent`` faults are active, is recorded as skipped.
+    """
+    seed = check_seed(seed)
+    params = params or ScheduleParams()
+    mine = sorted((e for e in entries if e.app == app), key=lambda e: e.id)
+    if params.fault_count and not mine:
+        raise ScheduleError(
+            "cannot plan faults without catalog entries",
+            [Problem(_WHERE, None, "app", app, "the catalog has no entries for this app")],
+        )
+    if len({e.id for e in mine}) != len(mine):
+        raise ScheduleError("catalog entry ids must be unique", [Problem(_WHERE, None, "entries", app, "")])
+    catalog_hash = entries_hash(mine)
+    activations, skipped = _place(entries=mine, seed=seed, params=params)
+    return Schedule(
+        app=app,
+        seed=seed,
+        params=params,
+        entries_hash=catalog_hash,
+        content_hash=schedule_hash(app=app, seed=seed, params=params, catalog_hash=catalog_hash),
+        activations=tuple(activations),
+        skipped=tuple(skipped),
+    )
+
+
+def _place(
+    *, entries: list[Entry], seed: int, params: ScheduleParams
+) -> tuple[list[Activation], list[SkippedArrival]]:
+    arrivals_rng = derive(seed, "schedule.arrivals")
+    categories_rng = derive(seed, "schedule.categories")
+    entries_rng = derive(seed, "schedule.entries")
+    durations_rng = derive(seed, "schedule.durations")
+    by_category: dict[Category, list[Entry]] = {}
+    for entry in entries:
+        by_category.setdefault(entry.category, []).append(entry)
+    keys = {entry.id: _interference_keys(entry) for entry in entries}
+    base_weights = category_weights(by_category)
+    last_boundary = params.injection_period_s - params.delta_s
+    times = arrival_times(
+        arrivals_rng, count=params.fault_count, period_s=params.injection_period_s, ramp=params.ramp
+    )
+    placed: list[Activation] = []
+    skipped: list[SkippedArrival] = []
+    for arrival, time_s in enumerate(times):
+        # Drawn for every arrival, placed or not, so one skip does not shift the durations of the rest.
+        drawn = durations_rng.uniform(params.min_duration_s, params.max_duration_s)
+        at_s = min(_boundary_at_or_after(time_s, params.delta_s), last_boundary)
+        end_s = min(_boundary_at_or_after(at_s + drawn, params.delta_s), params.run_end_s)
+        live = [a for a in placed if a.end_s > at_s]  # reverts due at a boundary go before its injections
+        if params.max_concurrent is not None and len(live) >= params.max_concurrent:
+            skipped.append(SkippedArrival(arrival=arrival, at_s=at_s, reason="cap"))
+            continue
+        busy_ids = {a.entry_id for a in live}
+        busy_keys = frozenset().union(*(keys[a.entry_id] for a in live))
+        compatible = {e.id for e in entries if e.id not in busy_ids and keys[e.id].isdisjoint(busy_keys)}
+        chosen = _draw_entry(
+            categories_rng, entries_rng, by_category=by_category, weights=base_weights, compatible=compatible
+        )
+        if chosen is None:
+            skipped.append(SkippedArrival(arrival=arrival, at_s=at_s, reason="conflict"))
+            continue
+        placed.append(
+            Activation(
+                index=len(placed), arrival=arrival, at_s=at_s, duration_s=end_s - at_s, entry_id=chosen.id,
+                category=chosen.category, mechanism=str(chosen.mechanism), target=chosen.target,
+            )
+        )  # fmt: skip
+    return placed, skipped
+
+
+def _draw_entry(
+    categories_rng: random.Random,
+    entries_rng: random.Random,
+    *,
+    by_category: Mapping[Category, list[Entry]],
+    weights: Mapping[Category, float],
+    compatible: set[str],
+) -> Entry | None:
+    # Dropping a category with nothing compatible keeps the others in their production proportions, and
+    # bounds the redraws by the number of categories.
+    remaining = dict(weights)
+    while remaining:
+        category = draw_category(categories_rng, remaining)
+        candidates = [e for e in by_category[category] if e.id in compatible]
+        if candidates:
+            return candidates[entries_rng.randrange(len(candidates))]
+        del remaining[category]
+    return None
+
+
+def _fixed(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 6) + 0.0  # + 0.0 turns -0.0 into 0.0
+    if isinstance(value, dict):
+        return {str(k): _fixed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_fixed(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, floats rounded to 6 decimals: equal values give equal bytes."""
+    return json.dumps(_fixed(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def schedule_to_record(schedule: Schedule) -> dict[str, Any]:
+    """The schedule as plain JSON-ready data (the form stored in run bundles)."""
+    return {
+        "version": schedule.version,
+        "app": schedule.app,
+        "seed": schedule.seed,
+        "params": dataclasses.asdict(schedule.params),
+        "entries_hash": schedule.entries_hash,
+        "content_hash": schedule.content_hash,
+        "activations": [
+            {**dataclasses.asdict(a), "category": str(a.category), "end_s": a.end_s}
+            for a in schedule.activations
+        ],
+        "skipped": [dataclasses.asdict(s) for s in schedule.skipped],
+    }
+
+
+def schedule_to_json(schedule: Schedule) -> str:
+    return canonical_json(schedule_to_record(schedule))
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """Simultaneously active faults, time-weighted over the whole run and over the injection period.
+
+    ``steps`` is the step series ``(time_s, active)``: ``active`` holds from ``time_s`` to the next step.
+    """
+
+    average_run: float
+    peak_run: int
+    average_injection: float
+    peak_injection: int
+    placed: int
+    skipped_cap: int
+    skipped_conflict: int
+    steps: tuple[tuple[int, int], ...]
+
+
+def concurrency(schedule: Schedule) -> Concurrency:
+    """Concurrency statistics of a schedule (no side effects)."""
+    delta: dict[int, int] = {0: 0}
+    for a in schedule.activations:
+        delta[a.at_s] = delta.get(a.at_s, 0) + 1
+        delta[a.end_s] = delta.get(a.end_s, 0) - 1
+    steps: list[tuple[int, int]] = []
+    level = 0
+    for time_s in sorted(delta):
+        level += delta[time_s]
+        if not steps or steps[-1][1] != level:
+            steps.append((time_s, level))
+    run_end = schedule.params.run_end_s
+    injection_end = schedule.params.injection_period_s
+    average_run, peak_run = _window(steps, run_end)
+    average_injection, peak_injection = _window(steps, injection_end)
+    reasons = [s.reason for s in schedule.skipped]
+    return Concurrency(
+        average_run=average_run,
+        peak_run=peak_run,
+        average_injection=average_injection,
+        peak_injection=peak_injection,
+        placed=len(schedule.activations),
+        skipped_cap=reasons.count("cap"),
+        skipped_conflict=reasons.count("conflict"),
+        steps=tuple(steps),
+    )
+
+
+def _window(steps: Sequence[tuple[int, int]], end_s: int) -> tuple[float, int]:
+    """Time-weighted average and peak of the step series over [0, end_s)."""
+    area = 0
+    peak = 0
+    for i, (start, level) in enumerate(steps):
+        stop = min(steps[i + 1][0] if i + 1 < len(steps) else end_s, end_s)
+        if stop > start:
+            area += level * (stop - start)
+            peak = max(peak, level)
+    return area / end_s, peak

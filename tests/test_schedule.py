@@ -1,0 +1,232 @@
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from orchestrator.catalog.faults import CATEGORY_WEIGHTS, Category
+from orchestrator.errors import ScheduleError
+from orchestrator.rng import derive
+from orchestrator.schedule import (
+    Activation,
+    Schedule,
+    ScheduleParams,
+    arrival_times,
+    category_weights,
+    concurrency,
+    draw_category,
+    plan_schedule,
+    schedule_to_json,
+)
+from tests.test_schedule_catalog import APP, fixture_entries
+
+ENTRIES = fixture_entries()
+
+
+def _plan(seed: int = 42, **params: Any) -> Schedule:
+    return plan_schedule(app=APP, entries=ENTRIES, seed=seed, params=ScheduleParams(**params))
+
+
+def test_schedule_is_identical_for_the_same_seed() -> None:
+    first = schedule_to_json(_plan(42))
+    second = schedule_to_json(plan_schedule(app=APP, entries=fixture_entries(), seed=42))
+    assert first.encode() == second.encode()
+    assert len(json.loads(first)["activations"]) == 60
+
+
+def test_another_seed_gives_another_schedule() -> None:
+    seed_42, seed_43 = _plan(42), _plan(43)
+    assert [a.entry_id for a in seed_42.activations] != [a.entry_id for a in seed_43.activations]
+    assert [a.at_s for a in seed_42.activations] != [a.at_s for a in seed_43.activations]
+    assert seed_42.content_hash != seed_43.content_hash
+
+
+def test_the_order_entries_are_given_in_does_not_change_the_schedule() -> None:
+    shuffled = list(ENTRIES)
+    random.Random(7).shuffle(shuffled)
+    assert schedule_to_json(plan_schedule(app=APP, entries=shuffled, seed=42)) == schedule_to_json(_plan(42))
+
+
+def test_entries_of_other_apps_are_ignored() -> None:
+    others = fixture_entries("train-ticket", services=("ts-order-service",))
+    mixed = plan_schedule(app=APP, entries=[*ENTRIES, *others], seed=42)
+    assert schedule_to_json(mixed) == schedule_to_json(_plan(42))
+
+
+def test_the_content_hash_follows_catalog_params_and_seed() -> None:
+    base = _plan(42)
+    fewer_entries = plan_schedule(app=APP, entries=ENTRIES[1:], seed=42)
+    capped = _plan(42, max_concurrent=9)
+    assert len({base.content_hash, fewer_entries.content_hash, capped.content_hash}) == 3
+    assert base.entries_hash != fewer_entries.entries_hash
+    assert base.content_hash == _plan(42).content_hash
+
+
+def test_the_json_is_canonical_with_sorted_keys_and_no_spaces() -> None:
+    text = schedule_to_json(_plan(42))
+    record = json.loads(text)
+    assert json.dumps(record, sort_keys=True, separators=(",", ":")) == text
+    first = record["activations"][0]
+    assert sorted(first) == [
+        "arrival", "at_s", "category", "duration_s", "end_s", "entry_id", "index", "mechanism", "target",
+    ]  # fmt: skip
+    assert record["params"]["ramp"] == 4.0
+    assert record["version"] == 1
+
+
+def test_category_draws_follow_the_production_weights() -> None:
+    weights = category_weights(Category)
+    rng = derive(42, "test.categories")
+    draws = Counter(draw_category(rng, weights) for _ in range(20_000))
+    total_weight = sum(CATEGORY_WEIGHTS.values())
+    for category, weight in CATEGORY_WEIGHTS.items():
+        assert abs(draws[category] / 20_000 - weight / total_weight) < 0.01, category
+
+
+def test_category_weights_are_renormalised_over_the_categories_present() -> None:
+    weights = category_weights([Category.CODE_BUG, Category.AUTHENTICATION])
+    assert set(weights) == {Category.CODE_BUG, Category.AUTHENTICATION}
+    assert weights[Category.CODE_BUG] == pytest.approx(27.0 / 31.6)
+    assert sum(weights.values()) == pytest.approx(1.0)
+
+
+def test_drawing_from_no_category_is_an_error() -> None:
+    with pytest.raises(ScheduleError, match="no category"):
+        draw_category(random.Random(1), {})
+
+
+def test_arrivals_follow_the_four_fold_ramp() -> None:
+    times = arrival_times(derive(1, "test.arrivals"), count=20_000, period_s=3600, ramp=4.0)
+    assert times == sorted(times)
+    assert times[0] >= 0.0 and times[-1] < 3600
+    # Density 1 + 3x on [0, 1) normalised by 2.5: the first quarter holds 0.1375, the last 0.3625.
+    first = sum(t < 900 for t in times) / len(times)
+    last = sum(t >= 2700 for t in times) / len(times)
+    assert abs(first - 0.1375) < 0.01
+    assert abs(last - 0.3625) < 0.01
+
+
+def test_a_ramp_of_one_gives_uniform_arrivals() -> None:
+    times = arrival_times(derive(2, "test.arrivals"), count=20_000, period_s=1000, ramp=1.0)
+    assert abs(sum(times) / len(times) - 500) < 10
+    assert abs(sum(t < 250 for t in times) / len(times) - 0.25) < 0.01
+
+
+def test_injections_and_reverts_sit_on_invocation_boundaries() -> None:
+    schedule = _plan(42)
+    for a in schedule.activations:
+        assert a.at_s % 120 == 0 and a.end_s % 120 == 0
+        assert 240 <= a.duration_s <= 720
+    assert [a.index for a in schedule.activations] == list(range(len(schedule.activations)))
+    assert [a.at_s for a in schedule.activations] == sorted(a.at_s for a in schedule.activations)
+
+
+def test_several_faults_can_share_a_boundary() -> None:
+    counts = Counter(a.at_s for a in _plan(42).activations)
+    assert max(counts.values()) >= 2
+
+
+def test_a_full_cap_skips_the_arrival_and_records_it() -> None:
+    schedule = _plan(42, max_concurrent=3)
+    stats = concurrency(schedule)
+    assert stats.peak_run == 3
+    assert stats.skipped_cap > 0
+    assert stats.placed + stats.skipped_cap + stats.skipped_conflict == 60
+    assert {s.reason for s in schedule.skipped} == {"cap"}
+
+
+def test_an_arrival_without_a_compatible_entry_is_skipped_deterministically() -> None:
+    one = [e for e in ENTRIES if e.id == "cartservice-release-nil"]
+    params = ScheduleParams(fault_count=10)
+    schedule = plan_schedule(app=APP, entries=one, seed=5, params=params)
+    assert {s.reason for s in schedule.skipped} == {"conflict"}
+    for earlier, later in zip(schedule.activations, schedule.activations[1:], strict=False):
+        assert later.at_s >= earlier.end_s
+    assert schedule == plan_schedule(app=APP, entries=one, seed=5, params=params)
+
+
+def test_a_conflicting_category_is_dropped_and_another_drawn() -> None:
+    # The code category only holds two releases of one Deployment, which share a slot.
+    pair = [e for e in ENTRIES if e.id in {"cartservice-release-nil", "cartservice-release-loop"}]
+    auth = [e for e in ENTRIES if e.category is Category.AUTHENTICATION]
+    schedule = plan_schedule(app=APP, entries=[*pair, *auth], seed=3, params=ScheduleParams(fault_count=40))
+    for a in schedule.activations:
+        live = [b for b in schedule.activations if b.at_s <= a.at_s < b.end_s and b is not a]
+        assert sum(b.category is Category.CODE_BUG for b in live) + (a.category is Category.CODE_BUG) <= 1
+    assert sum(a.category is Category.AUTHENTICATION for a in schedule.activations) > 0
+
+
+def _activation(index: int, at_s: int, end_s: int) -> Activation:
+    return Activation(
+        index=index, arrival=index, at_s=at_s, duration_s=end_s - at_s, entry_id=f"fault-{index}",
+        category=Category.CODE_BUG, mechanism="code", target="frontend",
+    )  # fmt: skip
+
+
+def test_concurrency_is_time_weighted_over_the_run_and_the_injection_period() -> None:
+    params = ScheduleParams(injection_period_s=300, observation_period_s=300, delta_s=60)
+    schedule = Schedule(
+        app=APP, seed=0, params=params, entries_hash="", content_hash="", skipped=(),
+        activations=(_activation(0, 0, 120), _activation(1, 60, 300), _activation(2, 240, 600)),
+    )  # fmt: skip
+    stats = concurrency(schedule)
+    assert stats.average_run == pytest.approx(720 / 600)
+    assert stats.average_injection == pytest.approx(420 / 300)
+    assert (stats.peak_run, stats.peak_injection) == (2, 2)
+    assert stats.steps == ((0, 1), (60, 2), (120, 1), (240, 2), (300, 1), (600, 0))
+
+
+def test_default_parameters_give_a_marathon_with_overlapping_faults() -> None:
+    stats = concurrency(_plan(42))
+    assert stats.placed == 60
+    assert 3.0 < stats.average_run < 9.0
+    assert stats.peak_injection == stats.peak_run
+    assert stats.average_injection > stats.average_run
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "42", True, None])
+def test_a_bad_seed_is_rejected_by_name_and_value(seed: Any) -> None:
+    with pytest.raises(ScheduleError) as raised:
+        plan_schedule(app=APP, entries=ENTRIES, seed=seed)
+    assert f"seed = {seed!r}" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "value"),
+    [
+        ({"fault_count": -1}, "fault_count", "-1"),
+        ({"fault_count": 2.5}, "fault_count", "2.5"),
+        ({"injection_period_s": 0}, "injection_period_s", "0"),
+        ({"observation_period_s": -120}, "observation_period_s", "-120"),
+        ({"delta_s": 0}, "delta_s", "0"),
+        ({"min_duration_s": 800}, "min_duration_s", "800"),
+        ({"ramp": 0.0}, "ramp", "0.0"),
+        ({"ramp": math.nan}, "ramp", "nan"),
+        ({"max_concurrent": 0}, "max_concurrent", "0"),
+        ({"injection_period_s": 3650}, "injection_period_s", "3650"),
+        ({"observation_period_s": 1000}, "observation_period_s", "1000"),
+    ],
+)
+def test_bad_parameters_are_rejected_by_name_and_value(
+    params: dict[str, Any], field: str, value: str
+) -> None:
+    with pytest.raises(ScheduleError) as raised:
+        ScheduleParams(**params)
+    assert f"{field} = {value}" in str(raised.value)
+
+
+def test_every_bad_parameter_is_reported_at_once() -> None:
+    with pytest.raises(ScheduleError) as raised:
+        ScheduleParams(fault_count=-1, delta_s=0, ramp=-2.0)
+    assert {p.field for p in raised.value.problems} == {"fault_count", "delta_s", "ramp"}
+
+
+def test_an_app_without_entries_cannot_be_planned() -> None:
+    with pytest.raises(ScheduleError, match="app = astronomy-shop"):
+        plan_schedule(app="astronomy-shop", entries=ENTRIES, seed=1)
+    empty = plan_schedule(app="astronomy-shop", entries=ENTRIES, seed=1, params=ScheduleParams(fault_count=0))
+    assert empty.activations == () and empty.skipped == ()
