@@ -61,6 +61,62 @@ KINDS_BY_MECHANISM: dict[Mechanism, frozenset[str]] = {
 
 _REGISTRY_PREFIX = re.compile(r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)+")
 
+_NAME = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_ENV = r"[A-Za-z_][A-Za-z0-9_]*"
+IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+
+# The canonical REFERENCE of each kind in a catalog entry (fault_catalog/README.md). Named groups
+# ``workload``, ``service`` and ``peer`` name services of the app's topology, ``node`` and ``zone`` its nodes;
+# the loader checks that they exist. Agents may report a bare KIND; the catalog always pins the reference.
+ARTIFACT_GRAMMAR: dict[str, tuple[str, re.Pattern[str]]] = {
+    kind: (form, re.compile(pattern))
+    for kind, form, pattern in (
+        ("release", "release:<workload>@<tag>", rf"^(?P<workload>{_NAME})@(?P<tag>{IMAGE_TAG})$"),
+        (
+            "config",
+            "config:<workload>/env/<NAME> | config:<workload>/port/<name>",
+            rf"^(?P<workload>{_NAME})/(?:env/{_ENV}|port/[a-z0-9-]+)$",
+        ),
+        (
+            "resources",
+            "resources:<workload>/(requests|limits)/(cpu|memory)",
+            rf"^(?P<workload>{_NAME})/(?:requests|limits)/(?:cpu|memory)$",
+        ),
+        ("replicas", "replicas:<workload>", rf"^(?P<workload>{_NAME})$"),
+        (
+            "probe",
+            "probe:<workload>/(readiness|liveness)",
+            rf"^(?P<workload>{_NAME})/(?:readiness|liveness)$",
+        ),
+        (
+            "service",
+            "service:<service>/(targetPort|port|selector)",
+            rf"^(?P<service>{_NAME})/(?:targetPort|port|selector)$",
+        ),
+        (
+            "credentials",
+            "credentials:<workload>/env/<NAME> | credentials:<workload>/secret/<name>",
+            rf"^(?P<workload>{_NAME})/(?:env/{_ENV}|secret/{_NAME})$",
+        ),
+        ("feature-flag", "feature-flag:<flag>", r"^(?P<flag>[A-Za-z][A-Za-z0-9_.-]*)$"),
+        (
+            "network",
+            "network:<from>-><to> | network:<target>",
+            rf"^(?P<workload>{_NAME})(?:->(?P<peer>{_NAME}))?$",
+        ),
+        ("dns", "dns:<target>", rf"^(?P<workload>{_NAME})$"),
+        ("pod", "pod:<workload>", rf"^(?P<workload>{_NAME})$"),
+        ("cpu", "cpu:<workload>", rf"^(?P<workload>{_NAME})$"),
+        ("memory", "memory:<workload>", rf"^(?P<workload>{_NAME})$"),
+        ("io", "io:<workload>", rf"^(?P<workload>{_NAME})$"),
+        (
+            "node",
+            "node:<node> | node:zone/<zone>",
+            r"^(?:zone/(?P<zone>[A-Za-z0-9][A-Za-z0-9._-]*)|(?P<node>[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?))$",
+        ),
+    )
+}
+
 
 @dataclass(frozen=True, order=True)
 class Artifact:
@@ -79,6 +135,18 @@ class Artifact:
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.reference}" if self.reference else self.kind
+
+    def canonical(self) -> re.Match[str]:
+        """The reference matched against its kind's grammar; ``ValueError`` names the expected form."""
+        form, pattern = ARTIFACT_GRAMMAR[self.kind]
+        match = pattern.match(self.reference)
+        if match is None:
+            raise ValueError(f"artifact {str(self)!r} does not follow the form {form}")
+        return match
+
+    def names(self) -> dict[str, str]:
+        """What a canonical reference names: workload, service, peer, node, zone, tag or flag."""
+        return {key: value for key, value in self.canonical().groupdict().items() if value is not None}
 
     def normalized(self) -> str:
         """Case, whitespace and an image registry prefix removed: the form Loc-strict compares."""
@@ -179,6 +247,22 @@ class ConfigInject(_Strict):
     field: str = Field(pattern=CONFIG_FIELD)
     value: str | int | None
 
+    @model_validator(mode="after")
+    def _field_fits_object(self) -> ConfigInject:
+        # A Service carries only targetPort, a flag ConfigMap only flags; a Deployment carries the rest.
+        owner = (
+            "service"
+            if self.field == "targetPort"
+            else "configmap"
+            if self.field.startswith("flags/")
+            else None
+        )
+        if (owner or "deployment") != self.object:
+            raise ValueError(
+                f"field {self.field!r} belongs to a {owner or 'deployment'}, not a {self.object}"
+            )
+        return self
+
 
 ChaosKind = Literal[
     "PodChaos", "NetworkChaos", "StressChaos", "DNSChaos", "IOChaos", "HTTPChaos",
@@ -194,12 +278,30 @@ class ChaosInject(_Strict):
 
     @model_validator(mode="after")
     def _crd_has_action(self) -> ChaosInject:
-        is_crd = self.kind[0].isupper()
-        if is_crd and self.kind not in {"StressChaos"} and "action" not in self.spec:
-            raise ValueError(f"{self.kind} spec needs an 'action'")
-        if self.kind == "StressChaos" and "stressors" not in self.spec:
-            raise ValueError("StressChaos spec needs 'stressors'")
+        if self.kind == "StressChaos":
+            if "stressors" not in self.spec:
+                raise ValueError("StressChaos spec needs 'stressors'")
+        elif self.kind == "HTTPChaos":
+            # HTTPChaos has no 'action': the fields present say what it does to matching requests.
+            if not {"abort", "delay", "replace", "patch"} & set(self.spec) or "port" not in self.spec:
+                raise ValueError("HTTPChaos spec needs 'port' and one of abort, delay, replace, patch")
+        elif self.kind in CHAOS_ACTIONS:
+            action = self.spec.get("action")
+            if action not in CHAOS_ACTIONS[self.kind]:
+                allowed = ", ".join(sorted(CHAOS_ACTIONS[self.kind]))
+                raise ValueError(f"{self.kind} spec needs an 'action' ({allowed}), not {action!r}")
+        if self.kind == "drain-node" and not isinstance(self.spec.get("node"), str):
+            raise ValueError("drain-node spec needs the 'node' to drain")
         return self
+
+
+# Actions Chaos Mesh accepts per kind (StressChaos and HTTPChaos have none).
+CHAOS_ACTIONS: dict[str, frozenset[str]] = {
+    "PodChaos": frozenset({"pod-kill", "pod-failure", "container-kill"}),
+    "NetworkChaos": frozenset({"netem", "delay", "loss", "duplicate", "corrupt", "partition", "bandwidth"}),
+    "DNSChaos": frozenset({"error", "random"}),
+    "IOChaos": frozenset({"latency", "fault", "attrOverride", "mistake"}),
+}
 
 
 class _Entry(_Strict):
@@ -217,7 +319,9 @@ class _Entry(_Strict):
     @field_validator("artifact")
     @classmethod
     def _artifact_parses(cls, value: str) -> str:
-        return str(Artifact.parse(value))
+        artifact = Artifact.parse(value)
+        artifact.canonical()
+        return str(artifact)
 
     @property
     def responsible(self) -> Artifact:

@@ -1,0 +1,293 @@
+"""Load and validate the fault catalog: every file of every app, every problem reported at once.
+
+A catalog file is ``fault_catalog/<app>/<name>.yaml`` holding one mapping ``{faults: [entry, ...]}``; the
+entry format and the cross-checks are described in fault_catalog/README.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from pydantic import ValidationError
+
+from orchestrator.catalog.checks import cross_check, located
+from orchestrator.catalog.faults import FAULT_ENTRY, Category, ChaosFault, CodeFault, ConfigFault, Mechanism
+from orchestrator.catalog.topology import APPS, Topology, affected_scope, topology_path
+from orchestrator.catalog.yamlfile import Document, Loc, read_documents, validate
+from orchestrator.errors import CatalogError, Problem
+
+Entry = CodeFault | ConfigFault | ChaosFault
+
+_TAGS = frozenset(m.value for m in Mechanism)
+
+
+def default_root() -> Path:
+    """The project checkout this package lives in: ``fault_catalog/`` and ``manifests/`` sit at its top."""
+    return Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, order=True)
+class Origin:
+    """Where an entry is written."""
+
+    file: str
+    line: int | None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Validated entries sorted by id, where each was written, and each one's affected scope."""
+
+    entries: tuple[Entry, ...]
+    origins: Mapping[str, Origin]
+    scopes: Mapping[str, frozenset[str]]
+    files: tuple[str, ...] = ()
+    by_id: Mapping[str, Entry] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.entries, key=lambda entry: entry.id))
+        object.__setattr__(self, "entries", ordered)
+        object.__setattr__(self, "by_id", MappingProxyType({entry.id: entry for entry in ordered}))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def scope(self, entry: Entry | str) -> frozenset[str]:
+        """The affected scope of an entry, computed from its app's topology (never written in YAML)."""
+        return self.scopes[entry if isinstance(entry, str) else entry.id]
+
+    def origin(self, entry: Entry | str) -> Origin:
+        return self.origins[entry if isinstance(entry, str) else entry.id]
+
+    def content_hash(self) -> str:
+        """SHA-256 over the entries' content hashes in id order: changes with any field of any entry."""
+        digest = hashlib.sha256()
+        for entry in self.entries:
+            digest.update(f"{entry.id}={entry.content_hash()}\n".encode())
+        return digest.hexdigest()
+
+    def categories(self) -> tuple[Category, ...]:
+        """The categories at least one entry belongs to, in the order of ``Category``."""
+        present = {entry.category for entry in self.entries}
+        return tuple(category for category in Category if category in present)
+
+    def apps(self) -> tuple[str, ...]:
+        return tuple(sorted({entry.app for entry in self.entries}))
+
+    def for_app(self, app: str) -> Catalog:
+        chosen = tuple(entry for entry in self.entries if entry.app == app)
+        ids = {entry.id for entry in chosen}
+        return Catalog(
+            entries=chosen,
+            origins={key: value for key, value in self.origins.items() if key in ids},
+            scopes={key: value for key, value in self.scopes.items() if key in ids},
+            files=tuple(f for f in self.files if Path(f).parent.name == app),
+        )
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One catalog file, the app its folder names, and the project root its topology is read from."""
+
+    path: Path
+    app: str
+    root: Path
+
+
+@dataclass(frozen=True)
+class _Placed:
+    entry: Entry
+    document: Document
+    index: int
+
+    @property
+    def origin(self) -> Origin:
+        return Origin(str(self.document.path), self.document.line_of(("faults", self.index)))
+
+
+def load_catalog(
+    app: str | None = None, *, root: Path | None = None, paths: Iterable[Path] | None = None
+) -> Catalog:
+    """Read, validate and cross-check catalog files; raise one ``CatalogError`` listing every problem.
+
+    Without ``paths``: every ``fault_catalog/<app>/*.yaml`` under ``root`` (one app, or all of them). With
+    ``paths`` (files, or app folders): exactly those; a file's app is its folder's name, and its topology is
+    read from the project the file sits in (``<project>/fault_catalog/<app>/x.yaml``), else from ``root``.
+    """
+    base = root if root is not None else default_root()
+    if paths is not None and app is not None:
+        raise ValueError("give either app or paths, not both")
+    sources = _sources_from_paths(paths, base) if paths is not None else _sources_of_apps(app, base)
+    problems: list[Problem] = []
+    placed: list[_Placed] = []
+    for source in sources:
+        placed.extend(_read_file(source, problems))
+    problems.extend(_duplicates(placed))
+    topologies = _topologies({(s.app, s.root) for s in sources}, problems)
+    scopes: dict[str, frozenset[str]] = {}
+    for item, source in _with_sources(placed, sources):
+        topology = topologies.get((source.app, source.root))
+        problems.extend(_check_app(item, source.app))
+        if topology is None:
+            continue
+        found = cross_check(item.entry, topology, item.document, ("faults", item.index))
+        problems.extend(found)
+        if not found:
+            scopes[item.entry.id] = affected_scope(topology, item.entry.target)
+    if problems:
+        files = len({p.file for p in problems})
+        raise CatalogError(f"fault catalog: {len(problems)} problem(s) in {files} file(s)", problems)
+    return Catalog(
+        entries=tuple(item.entry for item in placed),
+        origins={item.entry.id: item.origin for item in placed},
+        scopes=scopes,
+        files=tuple(str(source.path) for source in sources),
+    )
+
+
+def known_apps(*, root: Path | None = None) -> tuple[str, ...]:
+    """Apps that have a catalog folder under ``root``, in ``APPS`` order."""
+    catalog_dir = (root if root is not None else default_root()) / "fault_catalog"
+    return tuple(app for app in APPS if (catalog_dir / app).is_dir())
+
+
+def _sources_of_apps(app: str | None, root: Path) -> list[_Source]:
+    catalog_dir = root / "fault_catalog"
+    if app is not None:
+        if app not in APPS:
+            raise CatalogError(f"unknown app {app!r}; known apps: {', '.join(APPS)}")
+        if app not in known_apps(root=root):
+            raise CatalogError(f"app {app!r} has no catalog folder {catalog_dir / app}")
+        folders = [catalog_dir / app]
+    else:
+        folders = sorted(p for p in catalog_dir.iterdir() if p.is_dir()) if catalog_dir.is_dir() else []
+    return [_Source(path, folder.name, root) for folder in folders for path in sorted(folder.glob("*.yaml"))]
+
+
+def _sources_from_paths(paths: Iterable[Path], root: Path) -> list[_Source]:
+    sources = []
+    for given in paths:
+        files = sorted(given.glob("*.yaml")) if given.is_dir() else [given]
+        for path in files:
+            project = path.parent.parent
+            owner = project.parent if project.name == "fault_catalog" else root
+            sources.append(_Source(path, path.parent.name, owner))
+    return sources
+
+
+def _read_file(source: _Source, problems: list[Problem]) -> list[_Placed]:
+    try:
+        documents = read_documents(source.path)
+    except CatalogError as exc:
+        problems.extend(exc.problems or [Problem(str(source.path), None, "", "", str(exc))])
+        return []
+    where = str(source.path)
+    if len(documents) != 1 or not isinstance(documents[0].data, dict):
+        problems.append(
+            Problem(where, 1, "", "", "a catalog file is one YAML mapping: {faults: [entry, ...]}")
+        )
+        return []
+    document = documents[0]
+    for key in sorted(set(document.data) - {"faults"}, key=str):
+        problems.append(Problem(where, document.line_of((key,)), str(key), "", "unknown field"))
+    faults = document.data.get("faults")
+    if not isinstance(faults, list) or not faults:
+        line = document.line_of(("faults",))
+        problems.append(Problem(where, line, "faults", "", "a non-empty list of fault entries is required"))
+        return []
+    placed = []
+    for index, item in enumerate(faults):
+        try:
+            entry = FAULT_ENTRY.validate_python(item)
+        except ValidationError as exc:
+            problems.extend(_entry_problems(exc, document, index))
+            continue
+        placed.append(_Placed(entry, document, index))
+    return placed
+
+
+def _entry_problems(error: ValidationError, document: Document, index: int) -> list[Problem]:
+    """Located problems of one entry, with the union tag pydantic puts first removed from each field."""
+    problems = []
+    for item in error.errors():
+        parts = [part for part in item["loc"] if isinstance(part, str | int)]
+        if parts and parts[0] in _TAGS:
+            parts = parts[1:]
+        message = item["msg"]
+        if item["type"] == "missing":
+            message = "required field is missing"
+        elif item["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif item["type"] == "union_tag_not_found":
+            parts, message = ["mechanism"], "required field is missing (code, config or chaos)"
+        elif item["type"] == "union_tag_invalid":
+            parts, message = ["mechanism"], "unknown mechanism; expected code, config or chaos"
+        problems.append(located(document, ("faults", index, *parts), message))
+    return problems
+
+
+def _duplicates(placed: list[_Placed]) -> list[Problem]:
+    places: dict[str, list[_Placed]] = {}
+    for item in placed:
+        places.setdefault(item.entry.id, []).append(item)
+    problems = []
+    for entry_id, items in sorted(places.items()):
+        if len(items) < 2:
+            continue
+        for item in items:
+            others = ", ".join(str(other.origin) for other in items if other is not item)
+            loc: Loc = ("faults", item.index, "id")
+            problems.append(located(item.document, loc, f"duplicate id {entry_id!r}: also at {others}"))
+    return problems
+
+
+def _check_app(item: _Placed, app: str) -> list[Problem]:
+    if item.entry.app == app:
+        return []
+    loc: Loc = ("faults", item.index, "app")
+    return [located(item.document, loc, f"does not match the folder the file is in ({app})")]
+
+
+def _with_sources(placed: list[_Placed], sources: list[_Source]) -> Iterable[tuple[_Placed, _Source]]:
+    by_path = {source.path: source for source in sources}
+    for item in placed:
+        yield item, by_path[item.document.path]
+
+
+def _topologies(wanted: set[tuple[str, Path]], problems: list[Problem]) -> dict[tuple[str, Path], Topology]:
+    loaded = {}
+    for app, root in sorted(wanted):
+        try:
+            loaded[(app, root)] = read_topology(app, root=root)
+        except CatalogError as exc:
+            problems.extend(
+                exc.problems or [Problem(str(topology_path(app, root=root)), None, "", "", str(exc))]
+            )
+    return loaded
+
+
+def read_topology(app: str, *, root: Path) -> Topology:
+    """The topology an app's entries are checked against; ``CatalogError`` when it is missing or invalid."""
+    path = topology_path(app, root=root)
+    if app not in APPS:
+        raise CatalogError(f"{path}: unknown app {app!r}", [_unknown_app(path.parent, app)])
+    if not path.is_file():
+        message = "topology file is missing; entries are checked against it"
+        raise CatalogError(f"{path}: missing", [Problem(str(path), None, "", "", message)])
+    documents = read_documents(path)
+    if len(documents) != 1:
+        raise CatalogError(
+            f"{path}: expected one YAML document", [Problem(str(path), 1, "", "", "one document")]
+        )
+    return validate(Topology, documents[0])
+
+
+def _unknown_app(folder: Path, app: str) -> Problem:
+    return Problem(str(folder), None, "app", repr(app), f"unknown app; expected one of {', '.join(APPS)}")
