@@ -14,6 +14,7 @@ from orchestrator.errors import InputError, OrchestratorError
 # Each module exposes ``register(subparsers)``; a subcommand sets ``func(args) -> int`` as its handler.
 COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.catalog.commands",
+    "orchestrator.catalog.manifest_commands",
     "orchestrator.schedule_commands",
     "orchestrator.bundle.commands",
     "orchestrator.score.commands",
