@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.bundle.journal import Journal
-from orchestrator.bundle.records import Record, RunManifest
+from orchestrator.bundle.records import Price, Record, RunManifest
 from orchestrator.bundle.seal import seal_bundle
 from orchestrator.errors import BundleError
 
@@ -39,3 +39,28 @@ def write_bundle(
     if seal:
         seal_bundle(Path(directory), signing_key=signing_key, bagging_date=bagging_date)
     return Path(directory)
+
+
+def sample_manifest(**overrides: Any) -> RunManifest:
+    """A complete, valid run manifest for tests and benchmarks; ``overrides`` replace any field."""
+    fields: dict[str, Any] = {
+        "run_id": "run-0001",
+        "app": "online-boutique",
+        "namespace": "boutique",
+        "seed": 42,
+        "catalog_version": "1",
+        "catalog_sha256": "0" * 64,
+        "rule_pack_version": "1",
+        "rule_pack_sha256": "1" * 64,
+        "code_version": "0.1.0",
+        "code_sha256": "2" * 64,
+        "agent_name": "test-agent",
+        "agent_command": ["test-agent", "--once"],
+        "delta_s": 120.0,
+        "budget_s": 110.0,
+        "grace_s": 60.0,
+        "schedule_params": {"faults": 60, "ramp": 4.0},
+        "price_table": {"*": Price(input_usd_per_mtok=1.0, output_usd_per_mtok=4.0)},
+    }
+    fields.update(overrides)
+    return RunManifest(**fields)

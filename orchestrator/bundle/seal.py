@@ -44,7 +44,7 @@ def read_manifest(directory: Path) -> RunManifest:
         body = json.loads(first)
         body.pop("prev", None)
         record = RECORD_ADAPTER.validate_python(body)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, AttributeError) as exc:
         raise BundleError(f"{path}: line 1 is not a readable run_manifest: {exc}") from exc
     if not isinstance(record, RunManifest):
         raise BundleError(f"{path}: line 1: kind = {record.kind!r}, expected 'run_manifest'")

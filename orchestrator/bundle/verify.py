@@ -10,12 +10,13 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import bagit
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -29,6 +30,8 @@ from orchestrator.bundle.seal import (
     read_manifest,
 )
 from orchestrator.errors import BundleError
+
+_TAG_LINE = re.compile(r"^(?P<digest>[0-9a-f]{64}) (?P<name>[^\s]+)$")
 
 
 @dataclass(frozen=True)
@@ -79,14 +82,19 @@ def _check_tag_manifest(bundle: Path) -> list[Finding]:
         return [Finding(TAG_MANIFEST, "missing")]
     findings: list[Finding] = []
     listed: set[str] = set()
-    for number, line in enumerate(path.read_bytes().decode("utf-8", "replace").splitlines(), start=1):
-        digest, _, name = line.partition(" ")
-        name = name.strip()
+    text = path.read_bytes().decode("utf-8", "replace")
+    if not text.endswith("\n"):
+        findings.append(Finding(TAG_MANIFEST, "does not end with a newline"))
+    # Strict on purpose: the sealer writes exactly this form, so any other byte is a change.
+    for number, line in enumerate(text.removesuffix("\n").split("\n"), start=1):
+        entry = _TAG_LINE.match(line)
+        if entry is None:
+            findings.append(Finding(TAG_MANIFEST, f"line {number} is malformed: {line!r}"))
+            continue
+        digest, name = entry.group("digest"), entry.group("name")
         listed.add(name)
         target = bundle / name
-        if not name or len(digest) != 64:
-            findings.append(Finding(TAG_MANIFEST, f"line {number} is malformed: {line!r}"))
-        elif not target.is_file():
+        if not target.is_file():
             findings.append(Finding(name, f"listed in {TAG_MANIFEST} but missing"))
         elif _sha256_file(target) != digest:
             findings.append(Finding(name, f"tag file changed (SHA-256 differs from {TAG_MANIFEST})"))
@@ -193,10 +201,14 @@ def _check_signature(bundle: Path, public_key: Path | None) -> tuple[list[Findin
         key = serialization.load_pem_public_key(Path(key_path).read_bytes())
         if not isinstance(key, Ed25519PublicKey):
             raise ValueError(f"{type(key).__name__} is not an Ed25519 key")
-    except (OSError, ValueError, TypeError) as exc:
+    except (OSError, ValueError, TypeError, UnsupportedAlgorithm) as exc:
         return [Finding(str(key_path), f"public key unreadable: {exc}")], True
+    raw = signature_path.read_bytes()
     try:
-        signature = base64.b64decode(signature_path.read_bytes().strip(), validate=True)
+        signature = base64.b64decode(raw.removesuffix(b"\n"), validate=True)
+        # Only the exact bytes the sealer writes are accepted, so no byte of the file can change unseen.
+        if raw != base64.b64encode(signature) + b"\n":
+            raise ValueError("not in canonical form")
         key.verify(signature, (bundle / TAG_MANIFEST).read_bytes())
     except (binascii.Error, ValueError, OSError, InvalidSignature):
         return [Finding(SIGNATURE_FILE, f"signature does not match {TAG_MANIFEST} and {key_path}")], True
