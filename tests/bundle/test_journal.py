@@ -14,17 +14,28 @@ from orchestrator.errors import BundleError
 
 def _alert(n: int) -> AlertRecord:
     return AlertRecord(
-        alert_id=f"a{n}", rule="HighErrorRate", labels={"namespace": "boutique", "service": "frontend"},
+        alert_id=f"a{n}",
+        rule="HighErrorRate",
+        labels={"namespace": "boutique", "service": "frontend"},
         starts_at=float(n),
     )
 
 
 def _fault() -> FaultInjected:
     return FaultInjected(
-        fault_id="f001", catalog_id="ob-cfg-001", category="configuration", mechanism="config",
-        namespace="boutique", target="cartservice", culprits=["cartservice"],
-        artifact="config:cartservice/env/REDIS_ADDR", scope=["frontend", "cartservice", "checkoutservice"],
-        inject_s=0.0, planned_revert_s=600.0, pre_value="redis-cart:6379", injected_value="redis-cart:6380",
+        fault_id="f001",
+        catalog_id="ob-cfg-001",
+        category="configuration",
+        mechanism="config",
+        namespace="boutique",
+        target="cartservice",
+        culprits=["cartservice"],
+        artifact="config:cartservice/env/REDIS_ADDR",
+        scope=["frontend", "cartservice", "checkoutservice"],
+        inject_s=0.0,
+        planned_revert_s=600.0,
+        pre_value="redis-cart:6379",
+        injected_value="redis-cart:6380",
     )
 
 
@@ -81,7 +92,9 @@ def test_a_manifest_for_another_run_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_reader_names_file_line_field_and_value_of_a_bad_record(tmp_path: Path) -> None:
-    write_bundle(tmp_path, [sample_manifest(), ModelCall(t=1.0, model="m", tokens_in=3, tokens_out=4)], seal=False)
+    write_bundle(
+        tmp_path, [sample_manifest(), ModelCall(t=1.0, model="m", tokens_in=3, tokens_out=4)], seal=False
+    )
     stream = tmp_path / "metering.jsonl"
     stream.write_text(stream.read_text().replace('"tokens_in":3', '"tokens_in":-3'))
     with pytest.raises(BundleError, match=r"metering\.jsonl:1: model_call\.tokens_in = -3"):

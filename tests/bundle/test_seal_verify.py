@@ -13,15 +13,19 @@ from orchestrator.bundle.journal import encode_line, sha256_hex
 from orchestrator.bundle.records import AlertRecord, Intervention, Record, ServiceSample
 from orchestrator.bundle.seal import pack_bundle, seal_bundle, write_signing_key
 from orchestrator.bundle.verify import verify_bundle
-from tests.bundle.commandline import run_command
 from orchestrator.errors import BundleError
+from tests.bundle.commandline import run_command
 
 
 def _records() -> list[Record]:
     records: list[Record] = [sample_manifest()]
     records += [
-        AlertRecord(alert_id=f"a{n}", rule="HighLatency", labels={"namespace": "boutique", "service": "cart"},
-                    starts_at=10.0 * n)
+        AlertRecord(
+            alert_id=f"a{n}",
+            rule="HighLatency",
+            labels={"namespace": "boutique", "service": "cart"},
+            starts_at=10.0 * n,
+        )
         for n in range(4)
     ]
     records += [ServiceSample(t=60.0 * n, q=4.0, e=0.0, l=0.1) for n in range(3)]
@@ -45,7 +49,9 @@ def _problems(bundle: Path) -> list[str]:
     return [str(finding) for finding in verify_bundle(bundle).findings]
 
 
-def test_an_untouched_bundle_verifies_and_the_command_exits_0(sealed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_untouched_bundle_verifies_and_the_command_exits_0(
+    sealed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert _problems(sealed) == []
     assert run_command("orchestrator.bundle.commands", ["bundle", "verify", str(sealed)]) == 0
     assert "signature ok" in capsys.readouterr().out
@@ -90,8 +96,10 @@ def test_deleting_a_record_in_the_middle_breaks_the_chain_at_that_line(sealed: P
     lines = stream.read_bytes().splitlines(keepends=True)
     stream.write_bytes(b"".join(lines[:1] + lines[2:]))
     problems = _problems(sealed)
-    assert "data/alerts.jsonl: line 2: does not chain to line 1 (a record was altered, deleted or inserted " \
+    assert (
+        "data/alerts.jsonl: line 2: does not chain to line 1 (a record was altered, deleted or inserted "
         "before it)" in problems
+    )
     assert "data/alerts.jsonl: 3 records but 4 were sealed (records deleted)" in problems
 
 
@@ -173,9 +181,7 @@ def test_bag_info_names_the_run(sealed: Path) -> None:
 
 
 @pytest.mark.parametrize("suffix", [".tar.zst", ".tar.gz"])
-def test_packing_is_deterministic_and_unpacks_to_a_verifiable_bundle(
-    tmp_path: Path, suffix: str
-) -> None:
+def test_packing_is_deterministic_and_unpacks_to_a_verifiable_bundle(tmp_path: Path, suffix: str) -> None:
     one = write_bundle(tmp_path / "a" / "bundle", _records())
     two = write_bundle(tmp_path / "b" / "bundle", _records())
     first, second = tmp_path / f"one{suffix}", tmp_path / f"two{suffix}"
