@@ -78,9 +78,9 @@ def _param_problems(params: ScheduleParams) -> list[Problem]:
     if isinstance(ramp, bool) or not isinstance(ramp, int | float) or not math.isfinite(ramp) or ramp <= 0:
         checks.append(Problem(_WHERE, None, "ramp", repr(ramp), "must be a finite number > 0"))
     problems = [p for p in checks if p is not None]
-    if problems:
-        return problems
-    if params.min_duration_s > params.max_duration_s:
+    bad = {p.field for p in problems}
+    # Cross-field checks only between fields that are valid on their own, so every message is meaningful.
+    if not bad & {"min_duration_s", "max_duration_s"} and params.min_duration_s > params.max_duration_s:
         problems.append(
             Problem(
                 _WHERE, None, "min_duration_s", str(params.min_duration_s),
@@ -90,7 +90,7 @@ def _param_problems(params: ScheduleParams) -> list[Problem]:
     # Injections and reverts happen only at invocation boundaries, so both periods are whole invocations.
     for field in ("injection_period_s", "observation_period_s"):
         value = getattr(params, field)
-        if value % params.delta_s:
+        if not bad & {field, "delta_s"} and value % params.delta_s:
             problems.append(
                 Problem(_WHERE, None, field, str(value), f"is not a multiple of delta_s = {params.delta_s}")
             )

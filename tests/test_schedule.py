@@ -221,8 +221,9 @@ def test_bad_parameters_are_rejected_by_name_and_value(
 
 def test_every_bad_parameter_is_reported_at_once() -> None:
     with pytest.raises(ScheduleError) as raised:
-        ScheduleParams(fault_count=-1, delta_s=0, ramp=-2.0)
-    assert {p.field for p in raised.value.problems} == {"fault_count", "delta_s", "ramp"}
+        ScheduleParams(fault_count=-1, injection_period_s=100, ramp=-2.0, min_duration_s=900)
+    fields = {p.field for p in raised.value.problems}
+    assert fields == {"fault_count", "injection_period_s", "ramp", "min_duration_s"}
 
 
 def test_an_app_without_entries_cannot_be_planned() -> None:

@@ -1,0 +1,154 @@
+"""``marathon schedule``: print the seeded fault schedule of a marathon and how many faults overlap."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+
+from orchestrator.catalog.topology import APPS
+from orchestrator.errors import Problem, ScheduleError
+from orchestrator.schedule import (
+    Concurrency,
+    Entry,
+    Schedule,
+    ScheduleParams,
+    canonical_json,
+    concurrency,
+    plan_schedule,
+    schedule_to_record,
+)
+
+# Average / peak simultaneously active faults reported for the published marathon schedule.
+PUBLISHED_CONCURRENCY: dict[str, tuple[float, int]] = {
+    "online-boutique": (5.8, 10),
+    "train-ticket": (6.1, 11),
+    "astronomy-shop": (6.5, 11),
+}
+
+# Parameter names as the user typed them, so an error names the flag rather than the field.
+_FLAGS = {
+    "fault_count": "--faults",
+    "max_concurrent": "--max-concurrent",
+    "injection_period_s": "--injection-period",
+    "observation_period_s": "--observation-period",
+    "ramp": "--ramp",
+}
+
+
+def seed_argument(text: str) -> int:
+    """argparse type for ``--seed``: a non-negative decimal integer."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer, got {text!r}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    defaults = ScheduleParams()
+    parser = subparsers.add_parser(
+        "schedule",
+        help="print the seeded fault schedule of a marathon",
+        description="Plan the seeded fault schedule for an app (nothing is injected) and report concurrency.",
+    )
+    parser.add_argument("--app", required=True, choices=APPS, help="application whose catalog is drawn from")
+    parser.add_argument("--seed", required=True, type=seed_argument, help="run seed (integer >= 0)")
+    parser.add_argument("--json", action="store_true", help="print canonical JSON instead of a table")
+    parser.add_argument("--faults", type=int, default=defaults.fault_count, help="arrivals to draw")
+    parser.add_argument(
+        "--max-concurrent", type=int, default=None, help="cap on simultaneously active faults"
+    )
+    parser.add_argument(
+        "--injection-period", type=int, default=defaults.injection_period_s, help="seconds of injections"
+    )
+    parser.add_argument(
+        "--observation-period", type=int, default=defaults.observation_period_s, help="seconds after them"
+    )
+    parser.add_argument("--ramp", type=float, default=defaults.ramp, help="end-to-start intensity ratio")
+    parser.set_defaults(func=run)
+
+
+def params_from_args(args: argparse.Namespace) -> ScheduleParams:
+    """Schedule parameters from the command line; ``ScheduleError`` names the offending flag and value."""
+    try:
+        return ScheduleParams(
+            fault_count=args.faults,
+            injection_period_s=args.injection_period,
+            observation_period_s=args.observation_period,
+            ramp=args.ramp,
+            max_concurrent=args.max_concurrent,
+        )
+    except ScheduleError as exc:
+        problems = [
+            Problem("command line", None, _FLAGS.get(p.field, p.field), p.value, p.message)
+            for p in exc.problems
+        ]
+        raise ScheduleError("invalid schedule options", problems) from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.catalog.loading import load_catalog
+
+    params = params_from_args(args)
+    catalog = load_catalog(args.app)
+    print(report(app=args.app, seed=args.seed, params=params, entries=catalog.entries, as_json=args.json))
+    return 0
+
+
+def report(*, app: str, seed: int, params: ScheduleParams, entries: Sequence[Entry], as_json: bool) -> str:
+    """The text ``marathon schedule`` prints: a table with concurrency figures, or canonical JSON."""
+    schedule = plan_schedule(app=app, entries=entries, seed=seed, params=params)
+    stats = concurrency(schedule)
+    if as_json:
+        return report_json(schedule, stats)
+    return render_table(schedule, stats)
+
+
+def report_json(schedule: Schedule, stats: Concurrency) -> str:
+    published = PUBLISHED_CONCURRENCY.get(schedule.app)
+    record = {
+        "schedule": schedule_to_record(schedule),
+        "concurrency": dataclasses.asdict(stats),
+        "published": None if published is None else {"average": published[0], "peak": published[1]},
+    }
+    return canonical_json(record)
+
+
+def clock(seconds: int) -> str:
+    """``mm:ss`` on the schedule clock; minutes go past 59 rather than wrap."""
+    return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+def render_table(schedule: Schedule, stats: Concurrency) -> str:
+    params = schedule.params
+    arrivals = len(schedule.activations) + len(schedule.skipped)
+    lines = [
+        f"schedule {schedule.content_hash[:12]} for {schedule.app}, seed {schedule.seed}",
+        f"{arrivals} arrivals: {stats.placed} placed, {len(schedule.skipped)} skipped "
+        f"({stats.skipped_cap} at the cap, {stats.skipped_conflict} without a compatible entry)",
+        "",
+        f"{'time':>6}  {'dur':>5}  {'category':<17}  {'mechanism':<9}  {'target':<24}  entry",
+    ]
+    for a in schedule.activations:
+        lines.append(
+            f"{clock(a.at_s):>6}  {clock(a.duration_s):>5}  {a.category:<17}  {a.mechanism:<9}  "
+            f"{a.target:<24}  {a.entry_id}"
+        )
+    cap = "none" if params.max_concurrent is None else str(params.max_concurrent)
+    rows = [
+        (f"whole run ({params.run_end_s / 60:g} min)", f"{stats.average_run:.2f}", str(stats.peak_run)),
+        (
+            f"injection period ({params.injection_period_s / 60:g} min)",
+            f"{stats.average_injection:.2f}",
+            str(stats.peak_injection),
+        ),
+    ]
+    published = PUBLISHED_CONCURRENCY.get(schedule.app)
+    if published is not None:
+        rows.append((f"published, {schedule.app}", f"{published[0]:.2f}", str(published[1])))
+    lines += ["", f"{f'active faults (cap {cap})':<34}  {'average':>7}  {'peak':>4}"]
+    lines += [f"  {name:<32}  {average:>7}  {peak:>4}" for name, average, peak in rows]
+    return "\n".join(lines)

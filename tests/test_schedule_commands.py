@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.schedule import ScheduleParams, concurrency, plan_schedule, schedule_to_record
+from orchestrator.schedule_commands import clock, report, seed_argument
+from tests.test_schedule_catalog import APP, fixture_entries
+
+ENTRIES = fixture_entries()
+
+
+def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["-1", "abc", "4.2", ""])
+def test_a_seed_that_is_not_a_non_negative_integer_is_a_usage_error(
+    text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _usage_error(["schedule", "--app", APP, f"--seed={text}"], capsys)
+    assert f"seed must be a non-negative integer, got {text!r}" in err
+
+
+def test_the_seed_type_accepts_zero_and_large_integers() -> None:
+    assert seed_argument("0") == 0
+    assert seed_argument("18446744073709551615") == 2**64 - 1
+    with pytest.raises(argparse.ArgumentTypeError):
+        seed_argument("0x10")
+
+
+def test_an_unknown_app_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _usage_error(["schedule", "--app", "petclinic", "--seed", "1"], capsys)
+    assert "invalid choice: 'petclinic'" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "shown"),
+    [
+        ("--faults", "-3", "--faults = -3: must be >= 0"),
+        ("--injection-period", "100", "--injection-period = 100: is not a multiple of delta_s = 120"),
+        ("--observation-period", "0", "--observation-period = 0: must be >= 1"),
+        ("--max-concurrent", "0", "--max-concurrent = 0: must be >= 1"),
+        ("--ramp", "-1", "--ramp = -1.0: must be a finite number > 0"),
+    ],
+)
+def test_bad_schedule_options_exit_2_naming_the_flag_and_value(
+    flag: str, value: str, shown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["schedule", "--app", APP, "--seed", "42", f"{flag}={value}"]) == 2
+    assert shown in capsys.readouterr().err
+
+
+def test_the_clock_shows_minutes_and_seconds_past_the_hour() -> None:
+    assert clock(0) == "00:00"
+    assert clock(125) == "02:05"
+    assert clock(5400) == "90:00"
+
+
+def test_the_table_lists_every_activation_and_the_published_concurrency() -> None:
+    params = ScheduleParams()
+    text = report(app=APP, seed=42, params=params, entries=ENTRIES, as_json=False)
+    schedule = plan_schedule(app=APP, entries=ENTRIES, seed=42, params=params)
+    stats = concurrency(schedule)
+    ids = tuple(a.entry_id for a in schedule.activations)
+    rows = [line for line in text.splitlines() if line.endswith(ids)]
+    assert len(rows) == len(schedule.activations) == 60
+    first = schedule.activations[0]
+    shown = [clock(first.at_s), clock(first.duration_s), first.category, first.mechanism, first.target]
+    assert rows[0].split() == [*shown, first.entry_id]
+    assert f"{stats.average_run:.2f}" in text and f"{stats.peak_run:>4}" in text
+    assert "published, online-boutique" in text and "5.80    10" in text
+    assert schedule.content_hash[:12] in text
+
+
+def test_the_json_report_carries_schedule_concurrency_and_published_figures() -> None:
+    params = ScheduleParams(max_concurrent=8)
+    text = report(app=APP, seed=7, params=params, entries=ENTRIES, as_json=True)
+    assert text == report(app=APP, seed=7, params=params, entries=ENTRIES, as_json=True)
+    record = json.loads(text)
+    schedule = plan_schedule(app=APP, entries=ENTRIES, seed=7, params=params)
+    assert record["schedule"] == json.loads(json.dumps(schedule_to_record(schedule)))
+    assert record["concurrency"]["peak_run"] <= 8
+    assert record["published"] == {"average": 5.8, "peak": 10}
