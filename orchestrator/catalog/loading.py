@@ -16,8 +16,9 @@ from pydantic import ValidationError
 
 from orchestrator.catalog.checks import cross_check, located
 from orchestrator.catalog.faults import FAULT_ENTRY, Category, ChaosFault, CodeFault, ConfigFault, Mechanism
+from orchestrator.catalog.topologies import REPOSITORY_ROOT, load_topology
 from orchestrator.catalog.topology import APPS, Topology, affected_scope, topology_path
-from orchestrator.catalog.yamlfile import Document, Loc, read_documents, validate
+from orchestrator.catalog.yamlfile import Document, Loc, read_documents
 from orchestrator.errors import CatalogError, Problem
 
 Entry = CodeFault | ConfigFault | ChaosFault
@@ -27,7 +28,7 @@ _TAGS = frozenset(m.value for m in Mechanism)
 
 def default_root() -> Path:
     """The project checkout this package lives in: ``fault_catalog/`` and ``manifests/`` sit at its top."""
-    return Path(__file__).resolve().parents[2]
+    return REPOSITORY_ROOT
 
 
 @dataclass(frozen=True, order=True)
@@ -264,29 +265,17 @@ def _with_sources(placed: list[_Placed], sources: list[_Source]) -> Iterable[tup
 def _topologies(wanted: set[tuple[str, Path]], problems: list[Problem]) -> dict[tuple[str, Path], Topology]:
     loaded = {}
     for app, root in sorted(wanted):
+        if app not in APPS:
+            problems.append(_unknown_app(root / "fault_catalog" / app, app))
+            continue
         try:
-            loaded[(app, root)] = read_topology(app, root=root)
+            loaded[(app, root)] = load_topology(app, root=root)
         except CatalogError as exc:
+            path = str(topology_path(app, root=root))
             problems.extend(
-                exc.problems or [Problem(str(topology_path(app, root=root)), None, "", "", str(exc))]
+                exc.problems or [Problem(path, None, "", "", f"entries are checked against it: {exc}")]
             )
     return loaded
-
-
-def read_topology(app: str, *, root: Path) -> Topology:
-    """The topology an app's entries are checked against; ``CatalogError`` when it is missing or invalid."""
-    path = topology_path(app, root=root)
-    if app not in APPS:
-        raise CatalogError(f"{path}: unknown app {app!r}", [_unknown_app(path.parent, app)])
-    if not path.is_file():
-        message = "topology file is missing; entries are checked against it"
-        raise CatalogError(f"{path}: missing", [Problem(str(path), None, "", "", message)])
-    documents = read_documents(path)
-    if len(documents) != 1:
-        raise CatalogError(
-            f"{path}: expected one YAML document", [Problem(str(path), 1, "", "", "one document")]
-        )
-    return validate(Topology, documents[0])
 
 
 def _unknown_app(folder: Path, app: str) -> Problem:
