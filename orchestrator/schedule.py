@@ -81,12 +81,8 @@ def _param_problems(params: ScheduleParams) -> list[Problem]:
     bad = {p.field for p in problems}
     # Cross-field checks only between fields that are valid on their own, so every message is meaningful.
     if not bad & {"min_duration_s", "max_duration_s"} and params.min_duration_s > params.max_duration_s:
-        problems.append(
-            Problem(
-                _WHERE, None, "min_duration_s", str(params.min_duration_s),
-                f"is greater than max_duration_s = {params.max_duration_s}",
-            )
-        )  # fmt: skip
+        message = f"is greater than max_duration_s = {params.max_duration_s}"
+        problems.append(Problem(_WHERE, None, "min_duration_s", str(params.min_duration_s), message))
     # Injections and reverts happen only at invocation boundaries, so both periods are whole invocations.
     for field in ("injection_period_s", "observation_period_s"):
         value = getattr(params, field)
@@ -221,8 +217,13 @@ def plan_schedule(
             "cannot plan faults without catalog entries",
             [Problem(_WHERE, None, "app", app, "the catalog has no entries for this app")],
         )
-    if len({e.id for e in mine}) != len(mine):
-        raise ScheduleError("catalog entry ids must be unique", [Problem(_WHERE, None, "entries", app, "")])
+    repeated = sorted({a.id for a, b in zip(mine, mine[1:], strict=False) if a.id == b.id})
+    if repeated:
+        problems = [
+            Problem(_WHERE, None, "entries", entry_id, "the id appears more than once")
+            for entry_id in repeated
+        ]
+        raise ScheduleError("catalog entry ids must be unique", problems)
     catalog_hash = entries_hash(mine)
     activations, skipped = _place(entries=mine, seed=seed, params=params)
     return Schedule(

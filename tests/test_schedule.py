@@ -231,3 +231,9 @@ def test_an_app_without_entries_cannot_be_planned() -> None:
         plan_schedule(app="astronomy-shop", entries=ENTRIES, seed=1)
     empty = plan_schedule(app="astronomy-shop", entries=ENTRIES, seed=1, params=ScheduleParams(fault_count=0))
     assert empty.activations == () and empty.skipped == ()
+
+
+def test_a_catalog_with_a_repeated_entry_id_is_rejected_naming_the_id() -> None:
+    repeated = next(e for e in ENTRIES if e.id == "frontend-pod-kill")
+    with pytest.raises(ScheduleError, match="entries = frontend-pod-kill: the id appears more than once"):
+        plan_schedule(app=APP, entries=[*ENTRIES, repeated], seed=1)
