@@ -29,6 +29,15 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # Multi-line values (the flag file) stay readable as literal blocks.
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 def app_manifest_path(app: str, *, root: Path) -> Path:
     return root / "manifests" / app / "app.yaml"
 
