@@ -1,0 +1,125 @@
+"""The rule-pack evaluator: at each schedule boundary, one range query per rule over the time since the last
+boundary, then Prometheus' alerting semantics (``alerts.step``) at every evaluation time in between.
+
+Evaluation times are multiples of the group's interval counted from time 0, so they do not depend on when
+boundaries fall. A rule whose query fails is recorded and retried over the longer span at the next boundary;
+the other rules go on (Prometheus marks such a rule unhealthy and the group continues).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from orchestrator.errors import TelemetryError
+from orchestrator.telemetry.alerts import (
+    ActiveAlert,
+    AlertRecord,
+    RuleEvaluationError,
+    RuleState,
+    Sample,
+    Transition,
+    record_of,
+    step,
+)
+from orchestrator.telemetry.querying import Querier, Series
+from orchestrator.telemetry.rules import AlertRule, RulePack
+
+
+@dataclass(frozen=True)
+class RuleFailure:
+    """A rule could not be evaluated: its query failed, or its result was not a valid alert vector."""
+
+    rule: str
+    group: str
+    at: float
+    message: str
+
+
+def evaluation_times(*, after: float, until: float, interval: float) -> list[float]:
+    """Multiples of ``interval`` (from time 0) in (after, until], computed in whole milliseconds so that
+    float rounding never adds or drops one (no side effects)."""
+    step_ms = round(interval * 1000)
+    if step_ms <= 0:
+        raise ValueError(f"evaluation interval must be positive, got {interval}")
+    first = round(after * 1000) // step_ms + 1
+    last = round(until * 1000) // step_ms
+    return [k * step_ms / 1000 for k in range(first, last + 1)]
+
+
+def vectors_by_time(series: Sequence[Series], times: Sequence[float]) -> list[list[Sample]]:
+    """Regroup a range-query matrix into the instant vector at each of ``times`` (no side effects)."""
+    index = {round(t * 1000): i for i, t in enumerate(times)}
+    vectors: list[list[Sample]] = [[] for _ in times]
+    for one in series:
+        for t, value in one.points:
+            slot = index.get(round(t * 1000))
+            if slot is not None:
+                vectors[slot].append(Sample(labels=one.labels, value=value))
+    return vectors
+
+
+class AlertEvaluator:
+    """Evaluates every rule of a pack against Prometheus and keeps the append-only alert history.
+
+    Side effects: Prometheus queries only. Call ``evaluate(until=t)`` at each boundary, with t increasing.
+    """
+
+    def __init__(self, pack: RulePack, querier: Querier, *, start: float, workers: int = 4) -> None:
+        self.pack = pack
+        self._querier = querier
+        self._workers = max(1, workers)
+        self._evaluated_until = [start] * len(pack.rules)
+        self._states = [RuleState() for _ in pack.rules]
+        self._history: list[AlertRecord] = []
+        self.transitions: list[Transition] = []
+        self.failures: list[RuleFailure] = []
+
+    @property
+    def history(self) -> list[AlertRecord]:
+        """Every record so far, in the order they happened."""
+        return list(self._history)
+
+    def active(self) -> list[tuple[str, ActiveAlert]]:
+        """The alert instances held now, pending or firing, as (rule name, alert)."""
+        return [
+            (rule.name, alert)
+            for rule, state in zip(self.pack.rules, self._states, strict=True)
+            for alert in state.active.values()
+        ]
+
+    def evaluate(self, *, until: float) -> list[AlertRecord]:
+        """Evaluate every rule at each of its evaluation times since the previous call, up to ``until``;
+        return the records this adds to the history (alerts that started firing or resolved)."""
+        jobs = []
+        for i, rule in enumerate(self.pack.rules):
+            times = evaluation_times(after=self._evaluated_until[i], until=until, interval=rule.interval)
+            if times:
+                jobs.append((i, rule, times))
+        with ThreadPoolExecutor(max_workers=self._workers) as pool:
+            answers = list(pool.map(lambda job: self._query(job[1], job[2]), jobs))
+        added: list[tuple[float, int, Transition]] = []
+        for (i, rule, times), answer in zip(jobs, answers, strict=True):
+            if isinstance(answer, RuleFailure):
+                self.failures.append(answer)
+                continue
+            for at, vector in zip(times, vectors_by_time(answer, times), strict=True):
+                try:
+                    self._states[i], transitions = step(rule, self._states[i], vector, at=at)
+                except RuleEvaluationError as exc:
+                    self.failures.append(RuleFailure(rule.name, rule.group, at, str(exc)))
+                    continue
+                added.extend((at, i, transition) for transition in transitions)
+            self._evaluated_until[i] = times[-1]
+        added.sort(key=lambda item: (item[0], item[1], item[2].alert.labels))
+        self.transitions.extend(transition for _, _, transition in added)
+        records = [record for _, _, t in added if (record := record_of(t)) is not None]
+        self._history.extend(records)
+        return records
+
+    def _query(self, rule: AlertRule, times: list[float]) -> list[Series] | RuleFailure:
+        try:
+            return self._querier.range(rule.expr, start=times[0], end=times[-1], step=rule.interval)
+        except TelemetryError as exc:
+            return RuleFailure(rule.name, rule.group, times[-1], str(exc))

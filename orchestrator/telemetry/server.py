@@ -1,0 +1,169 @@
+"""A per-run Prometheus server on a fresh TSDB, or a connection to an existing one.
+
+The per-run server scrapes nothing: the twin pushes its series by remote write, at simulated timestamps
+that may lie in the past, so the out-of-order window is wide and retention is effectively unlimited.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import yaml
+
+from orchestrator.errors import TelemetryError
+
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 15.0
+
+
+@dataclass
+class PrometheusServer:
+    """A Prometheus to query and push to. ``process`` is set only when this object started it."""
+
+    url: str
+    data_dir: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def remote_write_url(self) -> str:
+        return f"{self.url}/api/v1/write"
+
+    def ready(self) -> bool:
+        """Whether ``/-/ready`` answers 200 now."""
+        try:
+            return httpx.get(f"{self.url}/-/ready", timeout=2.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self, *, timeout: float = STOP_TIMEOUT) -> None:
+        """Terminate the server this object started (by its PID) and wait for it; kill it if it lingers."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
+
+    def __enter__(self) -> PrometheusServer:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def prometheus_binary(name: str = "prometheus") -> str:
+    """The path of the ``prometheus`` executable, or a ``TelemetryError`` saying how to install it."""
+    path = shutil.which(name)
+    if path is None:
+        raise TelemetryError(
+            f"the {name!r} executable is not on PATH: install the Debian package 'prometheus' "
+            "(apt-get install prometheus) or run 'make prometheus'"
+        )
+    return path
+
+
+def config_text(
+    *, rule_files: Sequence[Path] = (), evaluation_interval: str = "1m", out_of_order_window: str = "30d"
+) -> str:
+    """The minimal configuration of a per-run server: no scrape targets (no side effects)."""
+    config: dict[str, object] = {
+        "global": {"evaluation_interval": evaluation_interval},
+        "storage": {"tsdb": {"out_of_order_time_window": out_of_order_window}},
+        "scrape_configs": [],
+    }
+    if rule_files:
+        config["rule_files"] = [str(path) for path in rule_files]
+    return yaml.safe_dump(config, sort_keys=True)
+
+
+def start_prometheus(
+    run_dir: Path,
+    *,
+    rule_files: Sequence[Path] = (),
+    evaluation_interval: str = "1m",
+    out_of_order_window: str = "30d",
+    binary: str = "prometheus",
+    ready_timeout: float = READY_TIMEOUT,
+) -> PrometheusServer:
+    """Start Prometheus on a fresh TSDB under ``run_dir/prometheus`` listening on 127.0.0.1 on a free port,
+    and wait until it is ready. Rule files are loaded only when given (for checks against Prometheus' own
+    rule manager); the run's evaluator queries instead."""
+    executable = prometheus_binary(binary)
+    home = run_dir / "prometheus"
+    data_dir = home / "data"
+    if data_dir.exists() and any(data_dir.iterdir()):
+        raise TelemetryError(f"{data_dir} already holds a TSDB; a run's Prometheus starts fresh")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config = home / "prometheus.yml"
+    config.write_text(
+        config_text(
+            rule_files=[p.resolve() for p in rule_files],
+            evaluation_interval=evaluation_interval,
+            out_of_order_window=out_of_order_window,
+        ),
+        encoding="utf-8",
+    )
+    port = _free_port()
+    log = (home / "prometheus.log").open("ab")
+    process = subprocess.Popen(
+        [
+            executable,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={data_dir}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--web.enable-remote-write-receiver",
+            "--storage.tsdb.retention.time=100y",
+            "--log.level=warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=home,
+    )
+    log.close()
+    server = PrometheusServer(url=f"http://127.0.0.1:{port}", data_dir=data_dir, process=process)
+    deadline = time.monotonic() + ready_timeout
+    while not server.ready():
+        if process.poll() is not None:
+            raise TelemetryError(
+                f"prometheus exited with code {process.returncode} before becoming ready; "
+                f"see {home / 'prometheus.log'}"
+            )
+        if time.monotonic() > deadline:
+            server.stop()
+            raise TelemetryError(f"prometheus at {server.url} not ready after {ready_timeout:.0f} s")
+        time.sleep(0.1)
+    return server
+
+
+def connect_prometheus(url: str, *, ready_timeout: float = 10.0) -> PrometheusServer:
+    """A server that already runs (a real cluster's Prometheus); it is never stopped by us."""
+    server = PrometheusServer(url=url.rstrip("/"))
+    deadline = time.monotonic() + ready_timeout
+    while not server.ready():
+        if time.monotonic() > deadline:
+            raise TelemetryError(f"Prometheus at {server.url} is not ready (GET /-/ready)")
+        time.sleep(0.2)
+    return server
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
