@@ -35,19 +35,19 @@ CAUSES: tuple[str, ...] = (
 )  # fmt: skip
 
 _GO = {
-    "connection_refused": 'failed to call {op}: rpc error: code = Unavailable desc = connection '
+    "connection_refused": "failed to call {op}: rpc error: code = Unavailable desc = connection "
     'error: desc = "transport: Error while dialing: dial tcp {ip}:{port}: connect: connection refused"',
-    "dns_failure": 'failed to call {op}: rpc error: code = Unavailable desc = name resolver error: produced '
+    "dns_failure": "failed to call {op}: rpc error: code = Unavailable desc = name resolver error: produced "
     "zero addresses: lookup {host} on 10.96.0.10:53: no such host",
     "timeout": "failed to call {op}: rpc error: code = DeadlineExceeded desc = context deadline exceeded",
     "upstream_error": "failed to call {op}: rpc error: code = {code} desc = {detail}",
-    "no_endpoints": 'failed to call {op}: rpc error: code = Unavailable desc = connection error: desc = '
+    "no_endpoints": "failed to call {op}: rpc error: code = Unavailable desc = connection error: desc = "
     '"transport: Error while dialing: dial tcp {ip}:{port}: i/o timeout"',
     "auth_failed": "failed to authenticate to {datastore}: {auth_detail}",
     "missing_config": 'panic: environment variable "{var}" not set',
     "startup": "starting grpc server at :{port}",
     "shutdown": "received signal terminated, shutting down",
-    "request_ok": 'request complete method={op} status=OK duration={ms}ms',
+    "request_ok": "request complete method={op} status=OK duration={ms}ms",
     "slow_request": "slow request method={op} duration={ms}ms",
     "http_abort": "failed to call {op}: rpc error: code = Unavailable desc = upstream aborted the request",
     "datastore_slow": "query to {datastore} took {ms}ms",
@@ -56,16 +56,14 @@ _GO = {
     "memory_pressure": "memory usage high: heap in use {mib}MiB",
 }
 _DOTNET = {
-    "connection_refused": "Grpc.Core.RpcException: Status(StatusCode=\"Unavailable\", "
-    "Detail=\"Error connecting to subchannel.\", "
-    "DebugException=\"System.Net.Sockets.SocketException: Connection refused ({ip}:{port})\")",
+    "connection_refused": 'Grpc.Core.RpcException: Status(StatusCode="Unavailable", '
+    'Detail="Error connecting to subchannel.", '
+    'DebugException="System.Net.Sockets.SocketException: Connection refused ({ip}:{port})")',
     "dns_failure": "System.Net.Sockets.SocketException (00000001, 11): Name or service not known ({host})",
-    "timeout": "Grpc.Core.RpcException: Status(StatusCode=\"DeadlineExceeded\", Detail=\"Deadline "
-    "Exceeded\")",
-    "upstream_error": "Grpc.Core.RpcException: Status(StatusCode=\"{code}\", Detail=\"{detail}\") "
-    "calling {op}",
-    "no_endpoints": "Grpc.Core.RpcException: Status(StatusCode=\"Unavailable\", Detail=\"Error connecting to "
-    "subchannel.\", DebugException=\"System.Net.Sockets.SocketException: Connection timed out\")",
+    "timeout": 'Grpc.Core.RpcException: Status(StatusCode="DeadlineExceeded", Detail="Deadline Exceeded")',
+    "upstream_error": 'Grpc.Core.RpcException: Status(StatusCode="{code}", Detail="{detail}") calling {op}',
+    "no_endpoints": 'Grpc.Core.RpcException: Status(StatusCode="Unavailable", Detail="Error connecting to '
+    'subchannel.", DebugException="System.Net.Sockets.SocketException: Connection timed out")',
     "auth_failed": "StackExchange.Redis.RedisConnectionException: No connection is available to service this "
     "operation: AuthenticationFailure on {addr}; {auth_detail}",
     "missing_config": "Unhandled exception. System.ArgumentNullException: Value cannot be null. "
@@ -75,7 +73,7 @@ _DOTNET = {
     "request_ok": "info: Microsoft.AspNetCore.Hosting.Diagnostics[2] Request finished HTTP/2 POST "
     "/{op} - 200 - application/grpc {ms}ms",
     "slow_request": "warn: Grpc.AspNetCore.Server.ServerCallHandler[8] Request /{op} took {ms}ms",
-    "http_abort": "Grpc.Core.RpcException: Status(StatusCode=\"Unavailable\", Detail=\"upstream aborted\")",
+    "http_abort": 'Grpc.Core.RpcException: Status(StatusCode="Unavailable", Detail="upstream aborted")',
     "datastore_slow": "warn: StackExchange.Redis[0] Timeout awaiting response (outbound=0KiB, inbound=0KiB, "
     "{ms}ms elapsed), command=HGET, active: HGET, next: HGET, inst: 0, qu: 0, qs: 1 ({addr})",
     "connection_reset": "System.IO.IOException: Unable to read data from the transport connection: "
@@ -109,7 +107,7 @@ _JAVA = {
     "request_ok": "INFO  [{op}] completed in {ms} ms",
     "slow_request": "WARN  [{op}] slow request: {ms} ms",
     "http_abort": "org.springframework.web.client.ResourceAccessException: I/O error on POST request for "
-    "\"http://{host}:{port}/{op}\": Unexpected end of file from server",
+    '"http://{host}:{port}/{op}": Unexpected end of file from server',
     "datastore_slow": "WARN  com.zaxxer.hikari.pool.ProxyConnection - slow query on {datastore}: {ms} ms",
     "connection_reset": "java.net.SocketException: Connection reset calling {host}:{port}",
     "memory_pressure": "WARN  GC overhead: heap usage {mib}MiB",
@@ -122,31 +120,31 @@ _NODE = {
     "upstream_error": "Error: 13 INTERNAL: {detail} ({op})",
     "no_endpoints": "Error: 14 UNAVAILABLE: No connection established. Last error: connect ETIMEDOUT "
     "{ip}:{port}",
-    "auth_failed": "error: password authentication failed for user \"{user}\"",
+    "auth_failed": 'error: password authentication failed for user "{user}"',
     "missing_config": "Error: missing required environment variable {var}",
-    "startup": "{{\"severity\":\"info\",\"message\":\"Listening on {port}\"}}",
-    "shutdown": "{{\"severity\":\"info\",\"message\":\"SIGTERM received, closing server\"}}",
-    "request_ok": "{{\"severity\":\"info\",\"message\":\"request handled\",\"method\":\"{op}\"}}",
-    "slow_request": "{{\"severity\":\"warn\",\"message\":\"slow request\",\"method\":\"{op}\",\"ms\":{ms}}}",
+    "startup": '{{"severity":"info","message":"Listening on {port}"}}',
+    "shutdown": '{{"severity":"info","message":"SIGTERM received, closing server"}}',
+    "request_ok": '{{"severity":"info","message":"request handled","method":"{op}"}}',
+    "slow_request": '{{"severity":"warn","message":"slow request","method":"{op}","ms":{ms}}}',
     "http_abort": "Error: socket hang up calling {op}",
-    "datastore_slow": "{{\"severity\":\"warn\",\"message\":\"slow {datastore} query\",\"ms\":{ms}}}",
+    "datastore_slow": '{{"severity":"warn","message":"slow {datastore} query","ms":{ms}}}',
     "connection_reset": "Error: read ECONNRESET calling {op}",
-    "memory_pressure": "{{\"severity\":\"warn\",\"message\":\"heap used {mib}MiB\"}}",
+    "memory_pressure": '{{"severity":"warn","message":"heap used {mib}MiB"}}',
 }
 _PYTHON = {
     "connection_refused": "grpc._channel._InactiveRpcError: <_InactiveRpcError of RPC that terminated with: "
-    "status = StatusCode.UNAVAILABLE details = \"failed to connect to all addresses; last error: "
-    "UNKNOWN: ipv4:{ip}:{port}: Failed to connect to remote host: Connection refused\">",
-    "dns_failure": "grpc._channel._InactiveRpcError: status = StatusCode.UNAVAILABLE details = \"DNS "
-    "resolution failed for {host}:{port}: C-ares status is not ARES_SUCCESS qtype=A name={host}\"",
+    'status = StatusCode.UNAVAILABLE details = "failed to connect to all addresses; last error: '
+    'UNKNOWN: ipv4:{ip}:{port}: Failed to connect to remote host: Connection refused">',
+    "dns_failure": 'grpc._channel._InactiveRpcError: status = StatusCode.UNAVAILABLE details = "DNS '
+    'resolution failed for {host}:{port}: C-ares status is not ARES_SUCCESS qtype=A name={host}"',
     "timeout": "grpc._channel._InactiveRpcError: status = StatusCode.DEADLINE_EXCEEDED details = "
-    "\"Deadline Exceeded\" ({op})",
+    '"Deadline Exceeded" ({op})',
     "upstream_error": "grpc._channel._InactiveRpcError: status = StatusCode.{code_upper} details = "
-    "\"{detail}\" ({op})",
-    "no_endpoints": "grpc._channel._InactiveRpcError: status = StatusCode.UNAVAILABLE details = \"failed to "
-    "connect to all addresses; last error: UNKNOWN: ipv4:{ip}:{port}: Connection timed out\"",
+    '"{detail}" ({op})',
+    "no_endpoints": 'grpc._channel._InactiveRpcError: status = StatusCode.UNAVAILABLE details = "failed to '
+    'connect to all addresses; last error: UNKNOWN: ipv4:{ip}:{port}: Connection timed out"',
     "auth_failed": "pymysql.err.OperationalError: (1045, \"Access denied for user '{user}'@'{self_ip}' "
-    "(using password: YES)\")",
+    '(using password: YES)")',
     "missing_config": "KeyError: '{var}'",
     "startup": "INFO:server:listening on port: {port}",
     "shutdown": "INFO:server:received SIGTERM, stopping",
@@ -167,15 +165,15 @@ _RUST = {
     "upstream_error": "ERROR shipping: {op} returned {detail}",
     "missing_config": "thread 'main' panicked at src/main.rs: {var} must be set: NotPresent",
     "startup": "INFO shipping: listening on 0.0.0.0:{port}",
-    "request_ok": "INFO actix_web::middleware::logger: \"{op}\" 200 {ms}ms",
+    "request_ok": 'INFO actix_web::middleware::logger: "{op}" 200 {ms}ms',
 }
 _RUBY = {
     "connection_refused": "Errno::ECONNREFUSED: Failed to open TCP connection to {host}:{port} "
-    "(Connection refused - connect(2) for \"{host}\" port {port})",
+    '(Connection refused - connect(2) for "{host}" port {port})',
     "dns_failure": "SocketError: Failed to open TCP connection to {host}:{port} (getaddrinfo: Name or "
     "service not known)",
     "timeout": "Net::ReadTimeout: Net::ReadTimeout with #<TCPSocket:(closed)> ({op})",
-    "missing_config": "KeyError: key not found: \"{var}\"",
+    "missing_config": 'KeyError: key not found: "{var}"',
     "startup": "== Sinatra has taken the stage on {port} for production with backup from Puma",
     "request_ok": "INFO -- : {op} 200 {ms}ms",
 }
@@ -204,7 +202,7 @@ _PROXY = {
     "timeout": "upstream request timeout ({op})",
     "no_endpoints": "no healthy upstream ({host})",
     "startup": "starting main dispatch loop on port {port}",
-    "request_ok": "\"GET {op} HTTP/1.1\" 200 - {ms}ms",
+    "request_ok": '"GET {op} HTTP/1.1" 200 - {ms}ms',
 }
 
 TEMPLATES: dict[str, dict[str, str]] = {
@@ -213,8 +211,10 @@ TEMPLATES: dict[str, dict[str, str]] = {
 }  # fmt: skip
 
 # Datastore-specific client idioms: a .NET Redis client logs StackExchange.Redis exceptions, not gRPC ones.
-DATASTORE_TEMPLATES: dict[tuple[str, str], dict[str, str]] = {("dotnet", "redis"): _DOTNET_REDIS,
-                                                              ("dotnet", "valkey"): _DOTNET_REDIS}
+DATASTORE_TEMPLATES: dict[tuple[str, str], dict[str, str]] = {
+    ("dotnet", "redis"): _DOTNET_REDIS,
+    ("dotnet", "valkey"): _DOTNET_REDIS,
+}
 
 # What each datastore answers to a wrong credential (filled into ``auth_detail``).
 AUTH_DETAILS: dict[str, str] = {

@@ -1,0 +1,226 @@
+"""Chaos Mesh objects turned into effects on the simulated pods (no side effects anywhere here).
+
+Each object is active from its creation until ``spec.duration`` has passed (or forever without one, or
+until deleted, or while paused by annotation). Selection modes (one, all, fixed, fixed-percent,
+random-max-percent) choose pods by a hash of (object uid, pod name): stable from step to step.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.twin.model.state import ChaosObject, PodView, Snapshot, duration_seconds, memory_bytes
+
+_RATE_RE = re.compile(r"^([0-9.]+)\s*(bps|kbps|mbps|gbps|tbps)$", re.IGNORECASE)
+_RATE_UNITS = {"bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12}
+
+
+@dataclass(frozen=True)
+class NetRule:
+    action: str  # delay | loss | partition | bandwidth | duplicate | corrupt
+    source: frozenset[str]
+    target: frozenset[str] | None
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss: float = 0.0
+    rate_bps: float = 0.0
+
+    def touches(self, a: str, b: str) -> bool:
+        """Whether a call between pods a and b crosses this rule (one round trip crosses both ways)."""
+        if a in self.source and (self.target is None or b in self.target):
+            return True
+        return b in self.source and (self.target is None or a in self.target)
+
+
+@dataclass
+class Effects:
+    net: list[NetRule] = field(default_factory=list)
+    dns: list[tuple[frozenset[str], tuple[str, ...]]] = field(default_factory=list)
+    stress_cpu: dict[str, float] = field(default_factory=dict)  # pod -> cores burnt
+    stress_memory: dict[str, float] = field(default_factory=dict)  # pod -> bytes held
+    io: dict[str, tuple[float, float, bool]] = field(default_factory=dict)  # pod -> (delay s, share, fault)
+    http: dict[str, tuple[bool, float, float]] = field(default_factory=dict)  # pod -> (abort, delay s, share)
+    failing: set[str] = field(default_factory=set)  # pod-failure
+    container_kills: list[tuple[frozenset[str], tuple[str, ...], float]] = field(default_factory=list)
+    pod_kills: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (object uid, pods)
+
+    def dns_fails(self, pod: str, host: str) -> bool:
+        return any(pod in pods and _dns_match(host, patterns) for pods, patterns in self.dns)
+
+
+def _dns_match(host: str, patterns: tuple[str, ...]) -> bool:
+    if not patterns:
+        return True
+    return any(fnmatch.fnmatch(host, p) or fnmatch.fnmatch(host.split(".")[0], p) for p in patterns)
+
+
+def active(obj: ChaosObject, now: float) -> bool:
+    """An object is active between creation and the end of its duration."""
+    length = duration_seconds(obj.spec.get("duration"))
+    return now >= obj.created and (length is None or now < obj.created + length)
+
+
+def _pick(uid: str, pods: list[PodView], mode: str, value: Any) -> list[PodView]:
+    ranked = sorted(pods, key=lambda p: hashlib.sha256(f"{uid}/{p.name}".encode()).hexdigest())
+    if mode == "all" or not ranked:
+        return ranked
+    count = 1
+    try:
+        number = float(value) if value is not None else 1.0
+    except (TypeError, ValueError):
+        number = 1.0
+    if mode == "fixed":
+        count = int(number)
+    elif mode in ("fixed-percent", "random-max-percent"):
+        count = max(1, math.floor(len(ranked) * number / 100.0))
+    return ranked[: max(0, count)]
+
+
+def select(
+    selector: Mapping[str, Any] | None,
+    shot: Snapshot,
+    *,
+    default_namespace: str,
+    uid: str,
+    mode: str = "all",
+    value: Any = None,
+) -> list[PodView]:
+    """Pods of the snapshot a Chaos Mesh selector picks (namespaces, labelSelectors, pods), by mode."""
+    sel = selector or {}
+    namespaces = sel.get("namespaces") or [default_namespace]
+    if shot.namespace not in namespaces:
+        return []
+    labels = sel.get("labelSelectors") or {}
+    named = (sel.get("pods") or {}).get(shot.namespace)
+    chosen = [
+        p
+        for p in shot.all_pods()
+        if not p.deleting
+        and all(p.labels.get(k) == v for k, v in labels.items())
+        and (named is None or p.name in named)
+    ]
+    return _pick(uid, chosen, mode, value)
+
+
+def _names(pods: Iterable[PodView]) -> frozenset[str]:
+    return frozenset(p.name for p in pods)
+
+
+def _network(obj: ChaosObject, shot: Snapshot, ns: str) -> NetRule | None:
+    spec = obj.spec
+    source = _names(
+        select(
+            spec.get("selector"),
+            shot,
+            default_namespace=ns,
+            uid=obj.uid,
+            mode=str(spec.get("mode", "all")),
+            value=spec.get("value"),
+        )
+    )
+    target: frozenset[str] | None = None
+    if spec.get("target"):
+        tgt = spec["target"]
+        target = _names(
+            select(
+                tgt.get("selector"),
+                shot,
+                default_namespace=ns,
+                uid=obj.uid + "/target",
+                mode=str(tgt.get("mode", "all")),
+                value=tgt.get("value"),
+            )
+        )
+    action = str(spec.get("action", ""))
+    if action == "delay":
+        delay = spec.get("delay") or {}
+        return NetRule(
+            action,
+            source,
+            target,
+            delay_ms=1000 * (duration_seconds(delay.get("latency")) or 0),
+            jitter_ms=1000 * (duration_seconds(delay.get("jitter")) or 0),
+        )
+    if action == "loss":
+        share = float(str((spec.get("loss") or {}).get("loss", "0")).rstrip("%") or 0) / 100.0
+        return NetRule(action, source, target, loss=min(1.0, share))
+    if action == "bandwidth":
+        match = _RATE_RE.match(str((spec.get("bandwidth") or {}).get("rate", "")))
+        rate = float(match.group(1)) * _RATE_UNITS[match.group(2).lower()] if match else 1e6
+        return NetRule(action, source, target, rate_bps=rate)
+    if action in ("partition", "duplicate", "corrupt"):
+        loss = float(str((spec.get(action) or {}).get(action, "0")).rstrip("%") or 0) / 100.0
+        return NetRule(action, source, target, loss=loss)
+    return None
+
+
+def _stress(obj: ChaosObject, pods: list[PodView], effects: Effects) -> None:
+    stressors = obj.spec.get("stressors") or {}
+    cpu = stressors.get("cpu") or {}
+    memory = stressors.get("memory") or {}
+    for pod in pods:
+        if cpu:
+            cores = float(cpu.get("workers", 1)) * float(cpu.get("load", 100)) / 100.0
+            effects.stress_cpu[pod.name] = effects.stress_cpu.get(pod.name, 0.0) + cores
+        if memory:
+            size = str(memory.get("size", "256MB"))
+            if size.endswith("%"):
+                spec = pod.containers[0] if pod.containers else None
+                limit = (spec.memory_limit if spec else None) or 512 * 1024**2
+                held = limit * float(size[:-1]) / 100.0
+            else:
+                held = memory_bytes(size.replace("B", "")) or 0.0
+            workers = float(memory.get("workers", 1))
+            effects.stress_memory[pod.name] = effects.stress_memory.get(pod.name, 0.0) + held * workers
+
+
+def effects(shot: Snapshot) -> Effects:
+    """Every active chaos effect on the snapshot's pods (no side effects)."""
+    found = Effects()
+    for obj in shot.chaos:
+        if not active(obj, shot.now):
+            continue
+        ns = shot.namespace
+        spec = obj.spec
+        if obj.kind == "NetworkChaos":
+            rule = _network(obj, shot, ns)
+            if rule is not None:
+                found.net.append(rule)
+            continue
+        pods = select(
+            spec.get("selector"),
+            shot,
+            default_namespace=ns,
+            uid=obj.uid,
+            mode=str(spec.get("mode", "all")),
+            value=spec.get("value"),
+        )
+        action = str(spec.get("action", ""))
+        if obj.kind == "PodChaos":
+            if action == "pod-kill":
+                found.pod_kills.append((obj.uid, tuple(p.name for p in pods)))
+            elif action == "pod-failure":
+                found.failing.update(p.name for p in pods)
+            elif action == "container-kill":
+                names = tuple(spec.get("containerNames") or ())
+                found.container_kills.append((_names(pods), names, obj.created))
+        elif obj.kind == "StressChaos":
+            _stress(obj, pods, found)
+        elif obj.kind == "DNSChaos":
+            found.dns.append((_names(pods), tuple(str(p) for p in spec.get("patterns") or ())))
+        elif obj.kind == "IOChaos":
+            share = float(spec.get("percent", 100)) / 100.0
+            delay = duration_seconds(spec.get("delay")) or 0.0
+            for pod in pods:
+                found.io[pod.name] = (delay, share, action == "fault")
+        elif obj.kind == "HTTPChaos":
+            delay = duration_seconds(spec.get("delay")) or 0.0
+            for pod in pods:
+                found.http[pod.name] = (bool(spec.get("abort")) or action == "abort", delay, 1.0)
+    return found

@@ -1,0 +1,322 @@
+"""The application model: each step, read the cluster state, play the workload, account for resources.
+
+``AppModel.step(now, snapshot)`` is the whole model step; it writes log lines through ``LogSink``,
+accumulates span metrics and per-pod usage, samples traces and returns the pods a PodChaos kills.
+Randomness comes from streams derived from the seed, so the same seed and the same cluster history give
+the same output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from orchestrator.catalog.topology import Call, Service, ServiceKind, Topology
+from orchestrator.rng import derive
+from orchestrator.twin.model import chaos as chaos_effects
+from orchestrator.twin.model.chaos import Effects
+from orchestrator.twin.model.logging import PodLogger
+from orchestrator.twin.model.registry import ImageRegistry
+from orchestrator.twin.model.spans import Span, SpanMetrics, TraceBook
+from orchestrator.twin.model.state import PodView, Snapshot, endpoints
+from orchestrator.twin.model.symptoms import MIB, Reach, reach, start_failure
+from orchestrator.twin.model.traffic import OVERLOAD_UTILISATION, PodCtx, StepTraffic, make_trace
+
+# Requests played one by one per route and step; above it each played request stands for several.
+MAX_PLAYED_PER_ROUTE = 120
+TRACE_EVERY = 10
+IDLE_CORES = 0.002
+LOADGEN_CALLER = Service(name="external-client", language="Python", image="external")
+
+
+@dataclass
+class Usage:
+    """Cumulative cAdvisor-like counters of one container, and its current working set."""
+
+    cpu_seconds: float = 0.0
+    throttled_periods: float = 0.0
+    periods: float = 0.0
+    working_set: float = 0.0
+    memory_limit: float | None = None
+
+
+@dataclass
+class DatastoreStats:
+    up: bool = True
+    clients: int = 0
+    commands: float = 0.0
+    command_seconds: float = 0.0
+    memory: float = 0.0
+
+
+@dataclass
+class StepReport:
+    requests: int
+    kills: list[str] = field(default_factory=list)
+
+
+def calls_per_root(calls: tuple[Call, ...], into: dict[str, float], factor: float = 1.0) -> None:
+    """Expected calls per service for one request of a route (no side effects beyond ``into``)."""
+    for call in calls:
+        here = factor * call.count * call.share
+        into[call.to] = into.get(call.to, 0.0) + here
+        calls_per_root(call.calls, into, here)
+
+
+def _ready(shot: Snapshot, name: str) -> list[PodView]:
+    """The pods serving a service: its Service's endpoints, or its ready pods when it has no Service."""
+    if name in shot.services:
+        return endpoints(shot, name)
+    return [p for p in shot.pods.get(name, []) if p.ready and not p.deleting]
+
+
+class AppModel:
+    def __init__(
+        self,
+        *,
+        topology: Topology,
+        registry: ImageRegistry,
+        seed: int,
+        logger: PodLogger,
+        step_seconds: float = 5.0,
+    ) -> None:
+        self.topology = topology
+        self.registry = registry
+        self.step_seconds = step_seconds
+        self.services = {s.name: s for s in topology.services}
+        self.rng = derive(seed, "twin.traffic")
+        self.workload_rng = derive(seed, "twin.workload")
+        self.trace_rng = derive(seed, "twin.traces")
+        self.phase = derive(seed, "twin.daily-phase").uniform(0, 2 * math.pi)
+        self.logger = logger
+        self.spans = SpanMetrics()
+        self.traces = TraceBook()
+        self.usage: dict[tuple[str, str], Usage] = {}
+        self.datastores: dict[str, DatastoreStats] = {}
+        self.effects = Effects()
+        self.snapshot: Snapshot | None = None
+        self.killed: set[str] = set()
+        self.routes = [(r, Call(to=topology.entry_point, op=r.name, calls=r.calls)) for r in topology.routes]
+        self.expected: list[dict[str, float]] = []
+        for _route, root in self.routes:
+            per: dict[str, float] = {}
+            calls_per_root((root,), per)
+            self.expected.append(per)
+        self.flow_expected: list[dict[str, float]] = []
+        for flow in topology.background:
+            per = {}
+            calls_per_root(flow.calls, per)
+            self.flow_expected.append(per)
+
+    # -- workload ---------------------------------------------------------------------------------
+    def rate(self, now: float) -> float:
+        """Requests per second at ``now``: a mild daily cycle around the topology's rate, plus noise."""
+        day = math.sin(2 * math.pi * now / 86400.0 + self.phase)
+        noise = math.exp(self.workload_rng.gauss(0.0, 0.08))
+        return self.topology.requests_per_second * (1.0 + 0.25 * day) * noise
+
+    def _poisson(self, lam: float) -> int:
+        if lam > 30:
+            return max(0, round(self.workload_rng.gauss(lam, math.sqrt(lam))))
+        limit, k, p = math.exp(-lam), 0, 1.0
+        while True:
+            p *= self.workload_rng.random()
+            if p <= limit:
+                return k
+            k += 1
+
+    # -- pods -------------------------------------------------------------------------------------
+    def _contexts(self, shot: Snapshot, counts: list[int], flows: list[int]) -> dict[str, list[PodCtx]]:
+        load: dict[str, float] = {}
+        pairs = [*zip(counts, self.expected, strict=True), *zip(flows, self.flow_expected, strict=True)]
+        for n, per in pairs:
+            for name, calls in per.items():
+                load[name] = load.get(name, 0.0) + n * calls / self.step_seconds
+        serving: dict[str, list[PodCtx]] = {}
+        for name, service in self.services.items():
+            ctxs: list[PodCtx] = []
+            for pod in _ready(shot, name):
+                spec = pod.container(service.container_name)
+                if spec is None:
+                    continue
+                build = self.registry.lookup(spec.image)
+                factor = build.behaviour.cpu_factor if build is not None and build.behaviour else 1.0
+                limit = spec.cpu_limit or 1.0
+                stress = self.effects.stress_cpu.get(pod.name, 0.0)
+                ctxs.append(
+                    PodCtx(
+                        view=pod,
+                        service=service,
+                        build=build,
+                        capacity=max(limit - min(stress, limit * 0.95), 0.001),
+                        cpu_ms=service.model.cpu_ms_per_request * factor,
+                    )
+                )
+            for ctx in ctxs:
+                ctx.rps = load.get(name, 0.0) / len(ctxs)
+                demand = ctx.rps * ctx.cpu_ms / 1000.0
+                rho = demand / ctx.capacity
+                ctx.busy = min(demand, ctx.capacity)
+                if rho < OVERLOAD_UTILISATION:
+                    ctx.wait_ms = ctx.cpu_ms * rho / (1.0 - rho)
+                else:
+                    # Past saturation the backlog grows: waits climb steeply toward the client deadlines.
+                    ctx.wait_ms = ctx.cpu_ms * 9.0 + (rho - OVERLOAD_UTILISATION) * 20_000.0
+            serving[name] = ctxs
+        return serving
+
+    def _account(self, shot: Snapshot, serving: dict[str, list[PodCtx]], now: float) -> None:
+        """cAdvisor counters and working sets for every running container."""
+        busy = {ctx.name: ctx for ctxs in serving.values() for ctx in ctxs}
+        dt = self.step_seconds
+        live: set[tuple[str, str]] = set()
+        for pod in shot.all_pods():
+            service = self.services.get(pod.workload)
+            for spec in pod.containers:
+                key = (pod.name, spec.name)
+                live.add(key)
+                usage = self.usage.setdefault(key, Usage())
+                usage.memory_limit = spec.memory_limit
+                if spec.name not in pod.started:
+                    usage.working_set = 0.0
+                    continue
+                main = service is not None and spec.name == service.container_name
+                ctx = busy.get(pod.name) if main else None
+                stress = self.effects.stress_cpu.get(pod.name, 0.0) if main else 0.0
+                limit = spec.cpu_limit
+                cores = IDLE_CORES + (ctx.busy if ctx else 0.0) + stress
+                if limit is not None:
+                    cores = min(cores, limit)
+                usage.cpu_seconds += cores * dt
+                if limit is not None:
+                    usage.periods += dt * 10.0
+                    usage.throttled_periods += dt * 10.0 * max(0.0, min(1.0, (cores / limit - 0.6) / 0.4))
+                usage.working_set = self.working_set(pod, spec.name, now, rps=ctx.rps if ctx else 0.0)
+        for key in [k for k in self.usage if k not in live]:
+            del self.usage[key]
+
+    def working_set(self, pod: PodView, container: str, now: float, *, rps: float = 0.0) -> float:
+        """Bytes in use: the service's base, a share per request rate, any leak of its build, stress."""
+        service = self.services.get(pod.workload)
+        if service is None or container != service.container_name:
+            return 24.0 * MIB
+        spec = pod.container(container)
+        mib = service.model.memory_base_mib + service.model.memory_per_rps_mib * rps
+        build = self.registry.lookup(spec.image) if spec is not None else None
+        if build is not None and build.behaviour is not None and container in pod.started:
+            mib += build.behaviour.memory_leak_mib_per_min * max(0.0, now - pod.started[container]) / 60.0
+        return mib * MIB + self.effects.stress_memory.get(pod.name, 0.0)
+
+    # -- the step ---------------------------------------------------------------------------------
+    def _reach_fn(self, shot: Snapshot) -> Callable[[Service, PodCtx | None, str], Reach]:
+        cache: dict[tuple[str, str, str], Reach] = {}
+
+        def reach_of(caller: Service, pod: PodCtx | None, callee: str) -> Reach:
+            key = (caller.name, pod.name if pod is not None else "", callee)
+            found = cache.get(key)
+            if found is None:
+                found = cache[key] = reach(
+                    topology=self.topology,
+                    shot=shot,
+                    effects=self.effects,
+                    caller=caller,
+                    caller_pod=pod.view if pod else None,
+                    callee=callee,
+                )
+            return found
+
+        return reach_of
+
+    def step(self, now: float, shot: Snapshot) -> StepReport:
+        """Advance the application by one step ending at ``now`` over the cluster state ``shot``."""
+        self.snapshot = shot
+        self.effects = chaos_effects.effects(shot)
+        kills = self._kills()
+        rate = self.rate(now)
+        total_weight = sum(r.weight for r, _ in self.routes) or 1.0
+        counts = [self._poisson(rate * r.weight / total_weight * self.step_seconds) for r, _ in self.routes]
+        caller_service = self.services.get(self.topology.loadgen or "", LOADGEN_CALLER)
+        loadgen: list[PodCtx] = []
+        if self.topology.loadgen is not None and self.topology.loadgen in shot.pods:
+            loadgen = [
+                PodCtx(view=p, service=caller_service, build=None)
+                for p in shot.pods[self.topology.loadgen]
+                if p.phase == "Running" and not p.deleting
+            ]
+            if not loadgen:
+                counts = [0] * len(counts)  # the load generator is down: nobody sends traffic
+        flows = [self._poisson(f.rate_per_second * self.step_seconds) for f in self.topology.background]
+        serving = self._contexts(shot, counts, flows)
+        self.logger.begin_step(now, shot=shot, effects=self.effects)
+        traffic = StepTraffic(
+            topology=self.topology,
+            effects=self.effects,
+            rng=self.rng,
+            spans=self.spans,
+            pods=serving,
+            reach_of=self._reach_fn(shot),
+            log=self.logger.call_failed,
+        )
+        start = now - self.step_seconds
+        for (_route, root), n in zip(self.routes, counts, strict=True):
+            played = min(n, MAX_PLAYED_PER_ROUTE)
+            if played == 0:
+                continue
+            traffic.weight = n / played
+            for i in range(played):
+                offset_ms = (start + self.step_seconds * (i + 0.5) / played) * 1000.0
+                caller = loadgen[i % len(loadgen)] if loadgen else None
+                spans: list[Span] | None = [] if i % TRACE_EVERY == 0 else None
+                traffic.call(caller, caller_service, root, start_ms=offset_ms, parent=None, trace=spans)
+                if spans:
+                    self.traces.add(make_trace(spans, rng=self.trace_rng, start_us=int(offset_ms * 1000)))
+        for flow, n in zip(self.topology.background, flows, strict=True):
+            workers = serving.get(flow.service) or []
+            service = self.services[flow.service]
+            for i in range(min(n, MAX_PLAYED_PER_ROUTE) if workers else 0):
+                traffic.weight = n / min(n, MAX_PLAYED_PER_ROUTE)
+                offset_ms = (start + self.step_seconds * (i + 0.5) / min(n, MAX_PLAYED_PER_ROUTE)) * 1000.0
+                for call in flow.calls:
+                    traffic.call(
+                        workers[i % len(workers)], service, call, start_ms=offset_ms, parent=None, trace=None
+                    )
+        self._account(shot, serving, now)
+        self._datastores(shot, serving)
+        self.logger.end_step(now, shot=shot, effects=self.effects, model=self)
+        return StepReport(requests=sum(counts), kills=kills)
+
+    def _kills(self) -> list[str]:
+        found: list[str] = []
+        for uid, pods in self.effects.pod_kills:
+            if uid not in self.killed:
+                self.killed.add(uid)
+                found.extend(pods)
+        return sorted(set(found))
+
+    def _datastores(self, shot: Snapshot, serving: dict[str, list[PodCtx]]) -> None:
+        for name, service in self.services.items():
+            if service.kind not in (ServiceKind.DATASTORE, ServiceKind.QUEUE):
+                continue
+            stats = self.datastores.setdefault(name, DatastoreStats())
+            ctxs = serving.get(name) or []
+            stats.up = bool(ctxs)
+            rps = sum(c.rps for c in ctxs)
+            stats.commands += rps * self.step_seconds
+            stats.command_seconds += rps * self.step_seconds * service.model.base_latency_ms / 1000.0
+            callers = {caller for caller, callee, _ in self.topology.edges() if callee == name}
+            stats.clients = sum(len(shot.pods.get(c, [])) for c in callers) if ctxs else 0
+            stats.memory = sum(
+                self.usage.get((c.name, service.container_name), Usage()).working_set for c in ctxs
+            )
+
+    def start_failure_of(self, pod: PodView, container: str) -> tuple[str, str, str | None] | None:
+        """(exit reason, cause, env var) if this container exits at start now, for the runtime."""
+        service = self.services.get(pod.workload)
+        spec = pod.container(container)
+        if service is None or spec is None or container != service.container_name:
+            return None
+        found = start_failure(
+            service=service, spec=spec, build=self.registry.lookup(spec.image), pod=pod, effects=self.effects
+        )
+        return None if found is None else (found.reason, found.cause, found.var)

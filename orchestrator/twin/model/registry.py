@@ -1,0 +1,67 @@
+"""The twin's image registry: which image references exist and what each build does when it runs.
+
+The base version of every service behaves normally; a code-fault build (an image tag from the catalog)
+behaves as its catalog entry says; any other reference does not exist (ErrImagePull).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from orchestrator.catalog.faults import BuildBehaviour, CodeFault
+from orchestrator.catalog.topology import Topology
+
+
+@dataclass(frozen=True)
+class Build:
+    service: str
+    tag: str
+    behaviour: BuildBehaviour | None  # None: the base version, healthy
+    log_message: str | None = None
+    log_service: str | None = None
+
+
+def split_image(image: str) -> tuple[str, str]:
+    """(short name, tag) of an image reference; the registry path and any digest are dropped."""
+    ref = image.split("@", 1)[0]
+    last = ref.rsplit("/", 1)[-1]
+    name, _, tag = last.partition(":")
+    return name, tag or "latest"
+
+
+class ImageRegistry:
+    """Builds by (image short name, tag). Lookups are pure."""
+
+    def __init__(self, topology: Topology, code_faults: Iterable[CodeFault] = ()) -> None:
+        self._builds: dict[tuple[str, str], Build] = {}
+        image_of: dict[str, str] = {}
+        for service in topology.services:
+            name, tag = split_image(service.image)
+            image_of[service.name] = name
+            self._builds[(name, tag)] = Build(service=service.name, tag=tag, behaviour=None)
+            for sidecar in service.sidecars:
+                self.allow(sidecar.image, service=service.name)
+        for fault in code_faults:
+            short = image_of.get(fault.target)
+            if short is None:
+                continue
+            self._builds[(short, fault.inject.image_tag)] = Build(
+                service=fault.target,
+                tag=fault.inject.image_tag,
+                behaviour=fault.inject.behaviour,
+                log_message=fault.log.message,
+                log_service=fault.log.service,
+            )
+
+    def allow(self, image: str, *, service: str = "") -> None:
+        """Hold an image as a healthy build (sidecars, init containers, anything the manifests ship)."""
+        name, tag = split_image(image)
+        self._builds.setdefault((name, tag), Build(service=service, tag=tag, behaviour=None))
+
+    def lookup(self, image: str) -> Build | None:
+        """The build an image reference names, or None when no registry holds it."""
+        return self._builds.get(split_image(image))
+
+    def __len__(self) -> int:
+        return len(self._builds)

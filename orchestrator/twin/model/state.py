@@ -1,0 +1,311 @@
+"""The cluster as the application model sees it in one step: workloads, pods, Services, config, chaos.
+
+Built from plain object dicts (exactly as the API serves them) by ``snapshot``; everything downstream is a
+pure function of a Snapshot, so the model can be tested on hand-written dicts.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.twin.timefmt import parse_rfc3339
+
+Obj = dict[str, Any]
+
+_CPU_RE = re.compile(r"^([0-9.]+)(m?)$")
+_MEM_RE = re.compile(r"^([0-9.]+)([KMGTPE]i?|[kmgtpe]|)$")
+_MEM_UNITS = {
+    "": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3,
+    "Ti": 1024**4, "m": 1e-3,
+}  # fmt: skip
+_DURATION_RE = re.compile(r"([0-9.]+)(ms|us|µs|ns|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def cpu_cores(text: Any) -> float | None:
+    """``"200m"`` -> 0.2 cores; None for a missing or unreadable quantity (no side effects)."""
+    if text is None:
+        return None
+    match = _CPU_RE.match(str(text).strip())
+    if match is None:
+        return None
+    value = float(match.group(1))
+    return value / 1000.0 if match.group(2) else value
+
+
+def memory_bytes(text: Any) -> float | None:
+    """``"128Mi"`` -> 134217728.0; None for a missing or unreadable quantity (no side effects)."""
+    if text is None:
+        return None
+    match = _MEM_RE.match(str(text).strip())
+    if match is None:
+        return None
+    return float(match.group(1)) * _MEM_UNITS[match.group(2)]
+
+
+def duration_seconds(text: Any) -> float | None:
+    """Go duration strings (``"500ms"``, ``"1m30s"``) as seconds; None if unreadable."""
+    if text is None:
+        return None
+    parts = _DURATION_RE.findall(str(text).strip())
+    if not parts:
+        return None
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    name: str
+    image: str
+    env: Mapping[str, str | None]  # None: declared but empty or unresolvable
+    cpu_limit: float | None
+    memory_limit: float | None
+    memory_request: float | None
+    cpu_request: float | None
+    ports: Mapping[str, int]  # port name (or str(number)) -> number
+    readiness_port: str | None  # as written: a number or a port name
+    liveness_port: str | None
+
+
+@dataclass(frozen=True)
+class PodView:
+    name: str
+    uid: str
+    workload: str  # the Deployment/StatefulSet that owns it
+    node: str
+    ip: str
+    labels: Mapping[str, str]
+    phase: str
+    ready: bool
+    deleting: bool
+    containers: tuple[ContainerSpec, ...]
+    started: Mapping[str, float]  # container name -> start time of the running attempt
+    created: float
+
+    def container(self, name: str) -> ContainerSpec | None:
+        for spec in self.containers:
+            if spec.name == name:
+                return spec
+        return self.containers[0] if self.containers else None
+
+
+@dataclass(frozen=True)
+class ServiceView:
+    name: str
+    cluster_ip: str
+    selector: Mapping[str, str]
+    ports: tuple[tuple[int, str], ...]  # (port, targetPort as written)
+
+
+@dataclass(frozen=True)
+class ChaosObject:
+    kind: str
+    name: str
+    uid: str
+    created: float
+    spec: Mapping[str, Any]
+
+
+@dataclass
+class Snapshot:
+    namespace: str
+    now: float
+    pods: dict[str, list[PodView]] = field(default_factory=dict)  # by workload
+    replicas: dict[str, int] = field(default_factory=dict)  # spec.replicas by workload
+    services: dict[str, ServiceView] = field(default_factory=dict)
+    configmaps: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    secrets: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    chaos: list[ChaosObject] = field(default_factory=list)
+
+    def all_pods(self) -> Iterable[PodView]:
+        for name in sorted(self.pods):
+            yield from self.pods[name]
+
+
+def _quantities(resources: Obj | None, which: str) -> Obj:
+    return ((resources or {}).get(which) or {}) if isinstance(resources, dict) else {}
+
+
+def _env(
+    container: Obj, *, secrets: Mapping[str, Mapping[str, str]], configmaps: Mapping[str, Mapping[str, str]]
+) -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for item in container.get("env") or []:
+        name = item.get("name")
+        if not name:
+            continue
+        if "value" in item:
+            value = item.get("value")
+            found[name] = str(value) if value not in (None, "") else None
+            continue
+        source = item.get("valueFrom") or {}
+        ref = source.get("secretKeyRef") or source.get("configMapKeyRef")
+        if ref is None:
+            found[name] = None
+            continue
+        table = secrets if "secretKeyRef" in source else configmaps
+        found[name] = (table.get(ref.get("name", "")) or {}).get(ref.get("key", "")) or None
+    return found
+
+
+def _probe_port(probe: Obj | None) -> str | None:
+    if not probe:
+        return None
+    for kind in ("httpGet", "tcpSocket", "grpc"):
+        if kind in probe and isinstance(probe[kind], dict) and "port" in probe[kind]:
+            return str(probe[kind]["port"])
+    return None
+
+
+def container_spec(
+    container: Obj,
+    *,
+    secrets: Mapping[str, Mapping[str, str]] | None = None,
+    configmaps: Mapping[str, Mapping[str, str]] | None = None,
+) -> ContainerSpec:
+    """A container of a pod spec as the model needs it (no side effects)."""
+    resources = container.get("resources")
+    ports: dict[str, int] = {}
+    for port in container.get("ports") or []:
+        number = int(port.get("containerPort", 0))
+        ports[str(number)] = number
+        if port.get("name"):
+            ports[str(port["name"])] = number
+    return ContainerSpec(
+        name=str(container.get("name", "")),
+        image=str(container.get("image", "")),
+        env=_env(container, secrets=secrets or {}, configmaps=configmaps or {}),
+        cpu_limit=cpu_cores(_quantities(resources, "limits").get("cpu")),
+        memory_limit=memory_bytes(_quantities(resources, "limits").get("memory")),
+        cpu_request=cpu_cores(_quantities(resources, "requests").get("cpu")),
+        memory_request=memory_bytes(_quantities(resources, "requests").get("memory")),
+        ports=ports,
+        readiness_port=_probe_port(container.get("readinessProbe")),
+        liveness_port=_probe_port(container.get("livenessProbe")),
+    )
+
+
+def _time(text: Any) -> float:
+    return parse_rfc3339(str(text)) if text else 0.0
+
+
+def pod_view(
+    pod: Obj,
+    *,
+    workload: str,
+    secrets: Mapping[str, Mapping[str, str]],
+    configmaps: Mapping[str, Mapping[str, str]],
+) -> PodView:
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    started: dict[str, float] = {}
+    for cs in status.get("containerStatuses") or []:
+        running = (cs.get("state") or {}).get("running")
+        if running is not None:
+            started[cs["name"]] = _time(running.get("startedAt"))
+    conditions = status.get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return PodView(
+        name=meta["name"],
+        uid=str(meta.get("uid", meta["name"])),
+        workload=workload,
+        node=str(spec.get("nodeName") or ""),
+        ip=str(status.get("podIP") or ""),
+        labels=dict(meta.get("labels") or {}),
+        phase=str(status.get("phase") or "Pending"),
+        ready=ready and status.get("phase") == "Running",
+        deleting=bool(meta.get("deletionTimestamp")),
+        containers=tuple(
+            container_spec(c, secrets=secrets, configmaps=configmaps) for c in spec.get("containers") or []
+        ),
+        started=started,
+        created=_time(meta.get("creationTimestamp")),
+    )
+
+
+def _matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def snapshot(
+    *,
+    namespace: str,
+    now: float,
+    workloads: list[Obj],
+    pods: list[Obj],
+    services: list[Obj],
+    configmaps: list[Obj],
+    secrets: list[Obj],
+    chaos: list[Obj],
+) -> Snapshot:
+    """Assemble the model's view of one namespace from object dicts (no side effects).
+
+    ``chaos`` may hold Chaos Mesh objects of any namespace: their selectors decide what they touch.
+    """
+    cms: dict[str, Mapping[str, str]] = {
+        c["metadata"]["name"]: {k: str(v) for k, v in (c.get("data") or {}).items()} for c in configmaps
+    }
+    secret_data: dict[str, dict[str, str]] = {}
+    for secret in secrets:
+        data = secret.get("data") or {}
+        values = {k: base64.b64decode(v).decode(errors="replace") for k, v in data.items()}
+        values.update({k: str(v) for k, v in (secret.get("stringData") or {}).items()})
+        secret_data[secret["metadata"]["name"]] = values
+    shot = Snapshot(namespace=namespace, now=now, configmaps=cms, secrets=dict(secret_data))
+    selectors: list[tuple[str, dict[str, str]]] = []
+    for workload in workloads:
+        name = workload["metadata"]["name"]
+        spec = workload.get("spec") or {}
+        shot.replicas[name] = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+        selectors.append((name, dict((spec.get("selector") or {}).get("matchLabels") or {})))
+        shot.pods[name] = []
+    for pod in pods:
+        labels = pod["metadata"].get("labels") or {}
+        owner = next((name for name, sel in selectors if _matches(sel, labels)), None)
+        if owner is not None:
+            shot.pods[owner].append(pod_view(pod, workload=owner, secrets=secret_data, configmaps=cms))
+    for svc in services:
+        spec = svc.get("spec") or {}
+        ports = tuple(
+            (int(p.get("port", 0)), str(p.get("targetPort", p.get("port", 0))))
+            for p in spec.get("ports") or []
+        )
+        name = svc["metadata"]["name"]
+        shot.services[name] = ServiceView(
+            name=name,
+            cluster_ip=str(spec.get("clusterIP") or ""),
+            selector=dict(spec.get("selector") or {}),
+            ports=ports,
+        )
+    for obj in chaos:
+        meta = obj["metadata"]
+        if (meta.get("annotations") or {}).get("experiment.chaos-mesh.org/pause") == "true":
+            continue
+        shot.chaos.append(
+            ChaosObject(
+                kind=str(obj.get("kind")),
+                name=meta["name"],
+                uid=str(meta.get("uid", meta["name"])),
+                created=_time(meta.get("creationTimestamp")),
+                spec=obj.get("spec") or {},
+            )
+        )
+    shot.chaos.sort(key=lambda c: (c.created, c.kind, c.name))
+    return shot
+
+
+def endpoints(shot: Snapshot, service: str) -> list[PodView]:
+    """Ready pods behind a Service, by its selector, in name order (no side effects)."""
+    view = shot.services.get(service)
+    if view is None:
+        return []
+    found = [
+        p
+        for pods in shot.pods.values()
+        for p in pods
+        if p.ready and not p.deleting and _matches(view.selector, p.labels)
+    ]
+    return sorted(found, key=lambda p: p.name)

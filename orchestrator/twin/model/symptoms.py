@@ -1,0 +1,156 @@
+"""Symptoms derived from state: can a pod start, is it ready, can it reach a callee (no side effects).
+
+Every answer here comes from the objects in the snapshot compared with the topology: the address a
+caller's env var names against the callee's Service, the credential env against the datastore's expected
+value, a required env var against emptiness, the image against the registry, the probe port against the
+container's ports, the memory limit against the working set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.catalog.topology import Service, ServiceKind, Topology, parse_address
+from orchestrator.twin.model.chaos import Effects
+from orchestrator.twin.model.registry import Build, ImageRegistry
+from orchestrator.twin.model.state import ContainerSpec, PodView, Snapshot, endpoints
+
+MIB = 1024.0 * 1024.0
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How a call from one caller pod to a callee service goes before the callee does any work."""
+
+    cause: str | None  # None: reachable; else connection_refused | dns_failure | timeout | auth_failed
+    host: str
+    port: str
+    ip: str
+    env_var: str | None = None
+
+
+@dataclass(frozen=True)
+class StartFailure:
+    reason: str  # "Error" | "OOMKilled"
+    cause: str  # message cause (missing_config, code_crash, oom, pod_failure)
+    var: str | None = None
+
+
+def service_ip(shot: Snapshot, name: str) -> str:
+    """The Service's clusterIP, or a stable made-up one when the store assigned none."""
+    view = shot.services.get(name)
+    if view is not None and view.cluster_ip and view.cluster_ip != "None":
+        return view.cluster_ip
+    code = sum(ord(c) * (i + 1) for i, c in enumerate(name))
+    return f"10.96.{code % 250 + 1}.{(code // 250) % 250 + 1}"
+
+
+def address_var(topology: Topology, caller: Service, callee: str) -> tuple[str, str] | None:
+    """The (env var, expected value) by which ``caller`` finds ``callee``, if the topology names one."""
+    for var, target in sorted(topology.address_targets(caller.name).items()):
+        if target == callee:
+            return var, caller.address_env[var]
+    return None
+
+
+def _host_port(value: str) -> tuple[str, str] | None:
+    address = parse_address(value)
+    if address is None:
+        return None
+    return address.host, "" if address.port is None else str(address.port)
+
+
+def _service_port_ok(shot: Snapshot, callee: str, port: str) -> bool:
+    view = shot.services.get(callee)
+    return view is not None and (not port or any(str(p) == port for p, _ in view.ports))
+
+
+def _target_port_ok(shot: Snapshot, callee: str, port: str, pods: list[PodView]) -> bool:
+    """The Service's targetPort for ``port`` must name a container port of the pods behind it."""
+    view = shot.services.get(callee)
+    if view is None or not pods:
+        return False
+    targets = [t for p, t in view.ports if not port or str(p) == port] or [t for _, t in view.ports]
+    return any(t in c.ports for t in targets for pod in pods for c in pod.containers)
+
+
+def reach(
+    *,
+    topology: Topology,
+    shot: Snapshot,
+    effects: Effects,
+    caller: Service,
+    caller_pod: PodView | None,
+    callee: str,
+) -> Reach:
+    """How calls from ``caller_pod`` to ``callee`` fare at the network level (no side effects)."""
+    found = address_var(topology, caller, callee)
+    host, port = callee, ""
+    var: str | None = None
+    wrong_secret = False
+    if found is not None:
+        var, expected = found
+        host, port = _host_port(expected) or (callee, "")
+        spec = caller_pod.container(caller.container_name) if caller_pod is not None else None
+        actual = spec.env.get(var) if spec is not None else expected
+        if actual is not None and actual != expected:
+            parsed = _host_port(actual)
+            if parsed is None:
+                return Reach("dns_failure", actual, "", "", var)
+            # Same host and port but a different string: the credentials embedded in it changed.
+            wrong_secret = parsed == (host, port)
+            host, port = parsed
+    target = host
+    if target not in shot.services:
+        return Reach("dns_failure", host, port, "", var)
+    if caller_pod is not None and effects.dns_fails(caller_pod.name, target):
+        return Reach("dns_failure", host, port, "", var)
+    ip = service_ip(shot, target)
+    if not port and shot.services[target].ports:
+        port = str(shot.services[target].ports[0][0])
+    pods = endpoints(shot, target)
+    if topology.resolve_host(target) != callee:
+        # The address names another Service: its server does not implement the callee's methods.
+        cause = "upstream_error" if pods and _service_port_ok(shot, target, port) else "connection_refused"
+        return Reach(cause, host, port, ip, var)
+    if not _service_port_ok(shot, target, port) or not pods or not _target_port_ok(shot, target, port, pods):
+        return Reach("connection_refused", host, port, ip, var)
+    callee_service = topology.service(callee)
+    if caller_pod is not None and callee_service.kind in (ServiceKind.DATASTORE, ServiceKind.QUEUE):
+        if wrong_secret:
+            return Reach("auth_failed", host, port, ip, var)
+        spec = caller_pod.container(caller.container_name)
+        for cred, expected in sorted(caller.credential_env.items()):
+            if spec is not None and spec.env.get(cred) != expected:
+                return Reach("auth_failed", host, port, ip, cred)
+    return Reach(None, host, port, ip, var)
+
+
+def required_vars(service: Service) -> tuple[str, ...]:
+    """Env vars a service cannot start without: every address and credential it is configured with."""
+    return tuple(sorted({*service.address_env, *service.credential_env}))
+
+
+def start_failure(
+    *, service: Service, spec: ContainerSpec, build: Build | None, pod: PodView, effects: Effects
+) -> StartFailure | None:
+    """Why this container exits at start, or None if it starts (no side effects)."""
+    if pod.name in effects.failing:
+        return StartFailure("Error", "pod_failure")
+    for var in required_vars(service):
+        if spec.env.get(var) is None:
+            return StartFailure("Error", "missing_config", var)
+    if build is not None and build.behaviour is not None and build.behaviour.crash_on_start:
+        return StartFailure("Error", "code_crash")
+    if spec.memory_limit is not None and service.model.memory_base_mib * MIB > spec.memory_limit:
+        return StartFailure("OOMKilled", "oom")
+    return None
+
+
+def probe_ok(spec: ContainerSpec) -> bool:
+    """A readiness probe passes when its port is one the container listens on (or it has no port)."""
+    return spec.readiness_port is None or spec.readiness_port in spec.ports
+
+
+def build_of(registry: ImageRegistry, spec: ContainerSpec) -> Build | None:
+    return registry.lookup(spec.image)
