@@ -12,10 +12,25 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from orchestrator.catalog.topology import Node
+from orchestrator.twin.controllers import WorkloadControllers
+from orchestrator.twin.defaults import ServiceDefaults, deployment, pod, replicaset
+from orchestrator.twin.endpoints import ChaosStatusController, EndpointsController
 from orchestrator.twin.events import EventRecorder
+from orchestrator.twin.lifecycle import Kubelet
 from orchestrator.twin.logs import LogBook
+from orchestrator.twin.replicasets import ReplicaSetController
 from orchestrator.twin.runtime_protocol import PodRuntime
-from orchestrator.twin.store import NAMESPACES, NODES, Store, resource_for
+from orchestrator.twin.store import (
+    DEPLOYMENTS,
+    NAMESPACES,
+    NODES,
+    PODS,
+    REPLICASETS,
+    SERVICES,
+    Obj,
+    Store,
+    resource_for,
+)
 from orchestrator.twin.timefmt import rfc3339
 
 KUBERNETES_VERSION = "v1.31.4"
@@ -48,6 +63,22 @@ class Cluster:
         self.store.now = start
         self.logbook = LogBook()
         self.events = EventRecorder(self.store)
+        self.store.defaulters.update(
+            {
+                (DEPLOYMENTS.group, DEPLOYMENTS.plural): lambda obj, _old: deployment(obj),
+                (REPLICASETS.group, REPLICASETS.plural): lambda obj, _old: replicaset(obj),
+                (PODS.group, PODS.plural): lambda obj, _old: pod(obj),
+                (SERVICES.group, SERVICES.plural): ServiceDefaults(),
+            }
+        )
+        self.workloads = WorkloadControllers(self.store, self.events)
+        self.kubelet = Kubelet(
+            store=self.store, events=self.events, logbook=self.logbook, runtime=runtime, seed=seed
+        )
+        self.replicasets = ReplicaSetController(self.store, self.events, self.kubelet.delete_pod)
+        self.endpoints = EndpointsController(self.store)
+        self.chaos = ChaosStatusController(self.store)
+        self._last_expiry = start
         for namespace in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.ensure_namespace(namespace)
         for index, node in enumerate(nodes):
@@ -89,7 +120,25 @@ class Cluster:
         with self.lock:
             self.now = now
             self.store.now = now
-            self.events.expire(now)
+            self.kubelet.runtime = self.runtime
+            self.workloads.collect_garbage(now, self.kubelet.delete_pod)
+            self.workloads.reconcile_deployments(now)
+            self.replicasets.reconcile(now)
+            self.kubelet.step(now)
+            self.replicasets.update_status(now)
+            self.workloads.update_deployment_status(now)
+            self.endpoints.sync(now)
+            self.chaos.sync(now)
+            if now - self._last_expiry >= 60.0:
+                self.events.expire(now)
+                self._last_expiry = now
+
+    def delete_pod(self, namespace: str, name: str, *, graceful: bool = True) -> Obj:
+        """Delete a pod as the API does (Killing events; Terminating for a moment when graceful)."""
+        with self.lock:
+            current = self.store.get(PODS, namespace, name)
+            self.kubelet.delete_pod(current, self.now, immediately=not graceful)
+            return self.store.find(PODS, namespace, name) or current
 
 
 def _fresh(doc: dict[str, Any]) -> dict[str, Any]:

@@ -69,6 +69,9 @@ class Store:
         self._names = derive(seed, "twin.generated-names")
         self.changes: deque[Change] = deque(maxlen=WATCH_HISTORY)
         self.now = 0.0
+        # Admission defaulting per (group, plural): called with the new object and the stored one (if any).
+        self.defaulters: dict[tuple[str, str], Callable[[Obj, Obj | None], None]] = {}
+        self.deletions = 0
 
     # -- identity ---------------------------------------------------------------------------------
     @property
@@ -147,6 +150,7 @@ class Store:
         else:
             meta.pop("namespace", None)
         obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+        self._default(rtype, obj, None)
         validate(rtype, obj)
         key = self._key(rtype, obj)
         bucket = self._objects.setdefault((rtype.group, rtype.plural), {})
@@ -189,6 +193,8 @@ class Store:
         if given_rv and given_rv != old["metadata"]["resourceVersion"]:
             raise conflict(rtype, meta["name"])
         obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(field, None)  # only a delete starts a deletion
         has_status = "status" in rtype.subresources
         if subresource == "status":
             kept = {k: v for k, v in old.items() if k not in ("status", "metadata")}
@@ -199,9 +205,15 @@ class Store:
                 new["status"] = old["status"]
         else:
             new = obj
+        self._default(rtype, new, old)
         validate(rtype, new)
         validate_update(rtype, old, new)
         return self.put(rtype, new, old=old)
+
+    def _default(self, rtype: ResourceType, obj: Obj, old: Obj | None) -> None:
+        defaulter = self.defaulters.get((rtype.group, rtype.plural))
+        if defaulter is not None:
+            defaulter(obj, old)
 
     def put(self, rtype: ResourceType, obj: Obj, *, old: Obj | None = None) -> Obj:
         """Store a new version of an existing object written by a controller; no admission checks."""
@@ -210,12 +222,12 @@ class Store:
             old = self._objects[(rtype.group, rtype.plural)][key]
         meta = obj["metadata"] = {**obj["metadata"]}
         for field in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            # Identity never changes; a deletion, once started, cannot be undone by a write.
             if field in old["metadata"]:
                 meta[field] = old["metadata"][field]
-            else:
-                meta.pop(field, None)
         generation = old["metadata"].get("generation", 1)
-        if _spec_of(obj) != _spec_of(old):
+        # Pods keep generation 1 through binding and image updates, as the kubelet-facing fields do upstream.
+        if rtype.kind != "Pod" and _spec_of(obj) != _spec_of(old):
             generation += 1
         meta["generation"] = generation
         meta["resourceVersion"] = self._bump()
@@ -228,6 +240,7 @@ class Store:
         old = self.get(rtype, namespace, name)
         key = self._key(rtype, old)
         del self._objects[(rtype.group, rtype.plural)][key]
+        self.deletions += 1
         gone = {**old, "metadata": {**old["metadata"], "resourceVersion": self._bump()}}
         self._record("DELETED", rtype, gone)
         return gone

@@ -1,0 +1,495 @@
+"""The deployment and replicaset controllers and the garbage collector, run once per simulated step.
+
+They follow the upstream algorithms closely enough that ``kubectl rollout status|history|undo`` read the
+same story a real cluster tells: a ReplicaSet per template (pod-template-hash, revision annotations),
+rolling updates bounded by maxSurge/maxUnavailable, Available/Progressing conditions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from orchestrator.twin.events import EventRecorder
+from orchestrator.twin.store import DEPLOYMENTS, PODS, REPLICASETS, Obj, Store
+from orchestrator.twin.timefmt import parse_rfc3339, rfc3339
+
+REVISION = "deployment.kubernetes.io/revision"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+DESIRED = "deployment.kubernetes.io/desired-replicas"
+MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
+HASH_LABEL = "pod-template-hash"
+_NOT_COPIED = {
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION,
+    REVISION_HISTORY,
+    DESIRED,
+    MAX_REPLICAS,
+}
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def controller_uid(obj: Obj) -> str | None:
+    for ref in obj["metadata"].get("ownerReferences") or ():
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    return None
+
+
+def owner_reference(owner: Obj) -> dict[str, Any]:
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def template_hash(template: Obj, collisions: int = 0) -> str:
+    """pod-template-hash: FNV-1a of the template, encoded with the API server's safe alphabet."""
+    digest = 0x811C9DC5
+    for byte in json.dumps(template, sort_keys=True, separators=(",", ":")).encode():
+        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
+    if collisions:
+        for byte in str(collisions).encode():
+            digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(digest))
+
+
+def without_hash(template: Obj) -> Obj:
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if HASH_LABEL not in labels:
+        return template
+    rest = {k: v for k, v in labels.items() if k != HASH_LABEL}
+    return {**template, "metadata": {**template["metadata"], "labels": rest}}
+
+
+def revision(obj: Obj) -> int:
+    try:
+        return int((obj["metadata"].get("annotations") or {}).get(REVISION, "0"))
+    except ValueError:
+        return 0
+
+
+def resolve_fraction(value: Any, total: int, *, round_up: bool) -> int:
+    """An IntOrString like ``25%`` or ``1`` against ``total``, rounded as upstream rounds each bound."""
+    if isinstance(value, str) and value.endswith("%"):
+        scaled = total * float(value[:-1]) / 100
+        return math.ceil(scaled) if round_up else math.floor(scaled)
+    return int(value) if value is not None else 0
+
+
+def _condition(kind: str, status: str, reason: str, message: str, now: float, old: Obj | None) -> Obj:
+    """A condition that keeps its transition time while its status holds, as controllers do."""
+    stamp = rfc3339(now)
+    transition = old["lastTransitionTime"] if old and old.get("status") == status else stamp
+    update = stamp
+    if old and old.get("status") == status and old.get("reason") == reason and old.get("message") == message:
+        update = old.get("lastUpdateTime", stamp)
+    return {
+        "type": kind,
+        "status": status,
+        "lastUpdateTime": update,
+        "lastTransitionTime": transition,
+        "reason": reason,
+        "message": message,
+    }
+
+
+class WorkloadControllers:
+    """Deployment and ReplicaSet reconciliation plus owner-reference garbage collection."""
+
+    def __init__(self, store: Store, events: EventRecorder) -> None:
+        self.store = store
+        self.events = events
+        self._seen_deletions = -1
+
+    # -- garbage collector ------------------------------------------------------------------------
+    def collect_garbage(self, now: float, delete_pod: Any) -> None:
+        """Delete dependents whose controller is gone (background propagation); only after deletions."""
+        if self.store.deletions == self._seen_deletions:
+            return
+        self._seen_deletions = self.store.deletions
+        alive = {d["metadata"]["uid"] for d in self.store.values(DEPLOYMENTS)}
+        for rs in sorted(self.store.values(REPLICASETS), key=_key):
+            owner = controller_uid(rs)
+            if owner is not None and owner not in alive:
+                self.store.delete(REPLICASETS, rs["metadata"]["namespace"], rs["metadata"]["name"])
+        alive_rs = {r["metadata"]["uid"] for r in self.store.values(REPLICASETS)}
+        for pod in sorted(self.store.values(PODS), key=_key):
+            owner = controller_uid(pod)
+            if owner is not None and owner not in alive_rs and not pod["metadata"].get("deletionTimestamp"):
+                delete_pod(pod, now)
+        self._seen_deletions = self.store.deletions
+
+    # -- deployments ------------------------------------------------------------------------------
+    def reconcile_deployments(self, now: float) -> None:
+        by_owner = _group_by_owner(self.store.values(REPLICASETS))
+        for deployment in sorted(self.store.values(DEPLOYMENTS), key=_key):
+            self._reconcile_deployment(deployment, by_owner.get(deployment["metadata"]["uid"], []), now)
+
+    def _reconcile_deployment(self, deployment: Obj, owned: list[Obj], now: float) -> None:
+        spec = deployment["spec"]
+        replicas = int(spec.get("replicas", 1))
+        owned = sorted(owned, key=lambda r: (revision(r), r["metadata"]["name"]))
+        template = spec["template"]
+        new_rs = next((r for r in owned if without_hash(r["spec"]["template"]) == template), None)
+        max_revision = max((revision(r) for r in owned), default=0)
+        surge = self._surge(spec, replicas)
+        if new_rs is None and not spec.get("paused"):
+            new_rs = self._create_replicaset(deployment, max_revision + 1, replicas, surge, now)
+            owned.append(new_rs)
+        elif new_rs is not None and revision(new_rs) < max_revision:
+            new_rs = self._bump_revision(deployment, new_rs, max_revision + 1, surge)
+        old = [r for r in owned if r is not new_rs]
+        if new_rs is not None and not spec.get("paused"):
+            if (spec.get("strategy") or {}).get("type") == "Recreate":
+                self._recreate(deployment, new_rs, old, replicas, now)
+            else:
+                new_rs = self._roll(deployment, new_rs, old, replicas, now)
+        self._sync_revision_annotation(deployment, new_rs)
+        self._clean_history(deployment, old)
+
+    def _surge(self, spec: Obj, replicas: int) -> int:
+        rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
+        return resolve_fraction(rolling.get("maxSurge", "25%"), replicas, round_up=True)
+
+    def _unavailable(self, spec: Obj, replicas: int, surge: int) -> int:
+        rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
+        unavailable = resolve_fraction(rolling.get("maxUnavailable", "25%"), replicas, round_up=False)
+        return 1 if unavailable == 0 and surge == 0 else min(unavailable, replicas)
+
+    def _create_replicaset(self, deployment: Obj, rev: int, replicas: int, surge: int, now: float) -> Obj:
+        meta = deployment["metadata"]
+        template = json.loads(json.dumps(deployment["spec"]["template"]))
+        collisions = int((deployment.get("status") or {}).get("collisionCount", 0))
+        digest = template_hash(template, collisions)
+        template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = digest
+        selector = json.loads(json.dumps(deployment["spec"]["selector"]))
+        selector.setdefault("matchLabels", {})[HASH_LABEL] = digest
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in _NOT_COPIED}
+        annotations.update({DESIRED: str(replicas), MAX_REPLICAS: str(replicas + surge), REVISION: str(rev)})
+        rs: Obj = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": f"{meta['name']}-{digest}",
+                "namespace": meta["namespace"],
+                "labels": dict(template["metadata"]["labels"]),
+                "annotations": annotations,
+                "ownerReferences": [owner_reference(deployment)],
+            },
+            "spec": {
+                "replicas": 0,
+                "minReadySeconds": deployment["spec"].get("minReadySeconds", 0),
+                "selector": selector,
+                "template": template,
+            },
+        }
+        created = self.store.create(REPLICASETS, rs)
+        self._set_progressing(
+            deployment,
+            "NewReplicaSetCreated",
+            f'Created new replica set "{created["metadata"]["name"]}"',
+            now,
+        )
+        return created
+
+    def _bump_revision(self, deployment: Obj, rs: Obj, rev: int, surge: int) -> Obj:
+        annotations = dict(rs["metadata"].get("annotations") or {})
+        history = [h for h in annotations.get(REVISION_HISTORY, "").split(",") if h]
+        history.append(annotations.get(REVISION, "0"))
+        copied = {
+            k: v for k, v in (deployment["metadata"].get("annotations") or {}).items() if k not in _NOT_COPIED
+        }
+        annotations.update(copied)
+        replicas = int(deployment["spec"].get("replicas", 1))
+        annotations.update(
+            {
+                REVISION: str(rev),
+                REVISION_HISTORY: ",".join(history),
+                DESIRED: str(replicas),
+                MAX_REPLICAS: str(replicas + surge),
+            }
+        )
+        return self.store.put(REPLICASETS, {**rs, "metadata": {**rs["metadata"], "annotations": annotations}})
+
+    def scale_replicaset(self, deployment: Obj, rs: Obj, count: int, now: float) -> Obj:
+        before = int(rs["spec"].get("replicas", 0))
+        if before == count:
+            return rs
+        replicas = int(deployment["spec"].get("replicas", 1))
+        annotations = dict(rs["metadata"].get("annotations") or {})
+        annotations[DESIRED] = str(replicas)
+        annotations[MAX_REPLICAS] = str(replicas + self._surge(deployment["spec"], replicas))
+        updated = self.store.put(
+            REPLICASETS,
+            {
+                **rs,
+                "metadata": {**rs["metadata"], "annotations": annotations},
+                "spec": {**rs["spec"], "replicas": count},
+            },
+        )
+        verb = "up" if count > before else "down"
+        self.events.record(
+            involved=deployment,
+            reason="ScalingReplicaSet",
+            now=now,
+            component="deployment-controller",
+            message=f"Scaled {verb} replica set {rs['metadata']['name']} from {before} to {count}",
+        )
+        return updated
+
+    def _roll(self, deployment: Obj, new_rs: Obj, old: list[Obj], replicas: int, now: float) -> Obj:
+        spec = deployment["spec"]
+        surge = self._surge(spec, replicas)
+        unavailable = self._unavailable(spec, replicas, surge)
+        active_old = [r for r in old if r["spec"].get("replicas", 0) > 0]
+        if not active_old:
+            # A scaling event, or a finished rollout: the only active ReplicaSet follows spec.replicas.
+            return self.scale_replicaset(deployment, new_rs, replicas, now)
+        current = sum(int(r["spec"].get("replicas", 0)) for r in [new_rs, *old])
+        new_count = int(new_rs["spec"].get("replicas", 0))
+        if new_count < replicas:
+            room = replicas + surge - current
+            if room > 0:
+                new_rs = self.scale_replicaset(
+                    deployment, new_rs, new_count + min(room, replicas - new_count), now
+                )
+        elif new_count > replicas:
+            new_rs = self.scale_replicaset(deployment, new_rs, replicas, now)
+        self._scale_down_old(deployment, new_rs, old, replicas, unavailable, now)
+        return new_rs
+
+    def _scale_down_old(
+        self, deployment: Obj, new_rs: Obj, old: list[Obj], replicas: int, unavailable: int, now: float
+    ) -> None:
+        old = sorted(old, key=lambda r: (r["metadata"]["creationTimestamp"], r["metadata"]["name"]))
+        every = [new_rs, *old]
+        all_count = sum(int(r["spec"].get("replicas", 0)) for r in every)
+        min_available = replicas - unavailable
+        new_unavailable = int(new_rs["spec"].get("replicas", 0)) - _status(new_rs, "availableReplicas")
+        budget = all_count - min_available - new_unavailable
+        if budget <= 0:
+            return
+        done = 0
+        scaled: dict[str, Obj] = {}
+        for rs in old:  # first the unhealthy replicas of old sets: removing them costs no availability
+            count = int(rs["spec"].get("replicas", 0))
+            available = _status(rs, "availableReplicas")
+            if done >= budget or count == 0 or count <= available:
+                continue
+            cut = min(budget - done, count - available)
+            scaled[rs["metadata"]["uid"]] = self.scale_replicaset(deployment, rs, count - cut, now)
+            done += cut
+        available_total = sum(_status(r, "availableReplicas") for r in every)
+        total_cut = available_total - min_available
+        cut_so_far = 0
+        for original in old:
+            rs = scaled.get(original["metadata"]["uid"], original)
+            count = int(rs["spec"].get("replicas", 0))
+            if cut_so_far >= total_cut:
+                break
+            if count == 0:
+                continue
+            cut = min(count, total_cut - cut_so_far)
+            self.scale_replicaset(deployment, rs, count - cut, now)
+            cut_so_far += cut
+
+    def _recreate(self, deployment: Obj, new_rs: Obj, old: list[Obj], replicas: int, now: float) -> None:
+        running_old = False
+        for rs in old:
+            if int(rs["spec"].get("replicas", 0)) > 0:
+                self.scale_replicaset(deployment, rs, 0, now)
+                running_old = True
+            elif _status(rs, "replicas") > 0:
+                running_old = True
+        if not running_old:
+            self.scale_replicaset(deployment, new_rs, replicas, now)
+
+    def _sync_revision_annotation(self, deployment: Obj, new_rs: Obj | None) -> None:
+        if new_rs is None:
+            return
+        annotations = deployment["metadata"].get("annotations") or {}
+        wanted = str(revision(new_rs))
+        if annotations.get(REVISION) != wanted:
+            current = self.store.get(
+                DEPLOYMENTS, deployment["metadata"]["namespace"], deployment["metadata"]["name"]
+            )
+            meta = {
+                **current["metadata"],
+                "annotations": {**(current["metadata"].get("annotations") or {}), REVISION: wanted},
+            }
+            self.store.put(DEPLOYMENTS, {**current, "metadata": meta})
+
+    def _clean_history(self, deployment: Obj, old: list[Obj]) -> None:
+        limit = int(deployment["spec"].get("revisionHistoryLimit", 10))
+        idle = [self.store.find(REPLICASETS, r["metadata"]["namespace"], r["metadata"]["name"]) for r in old]
+        removable = sorted(
+            (
+                r
+                for r in idle
+                if r is not None and r["spec"].get("replicas", 0) == 0 and _status(r, "replicas") == 0
+            ),
+            key=revision,
+        )
+        for rs in removable[: max(0, len(removable) - limit)]:
+            self.store.delete(REPLICASETS, rs["metadata"]["namespace"], rs["metadata"]["name"])
+
+    def _set_progressing(self, deployment: Obj, reason: str, message: str, now: float) -> None:
+        current = self.store.get(
+            DEPLOYMENTS, deployment["metadata"]["namespace"], deployment["metadata"]["name"]
+        )
+        status = dict(current.get("status") or {})
+        conditions = [c for c in status.get("conditions") or [] if c["type"] != "Progressing"]
+        old = next((c for c in status.get("conditions") or [] if c["type"] == "Progressing"), None)
+        conditions.append(_condition("Progressing", "True", reason, message, now, old))
+        status["conditions"] = _ordered(conditions)
+        self.store.put(DEPLOYMENTS, {**current, "status": status})
+
+    def update_deployment_status(self, now: float) -> None:
+        by_owner = _group_by_owner(self.store.values(REPLICASETS))
+        for deployment in sorted(self.store.values(DEPLOYMENTS), key=_key):
+            owned = by_owner.get(deployment["metadata"]["uid"], [])
+            status = self._deployment_status(deployment, owned, now)
+            if status != deployment.get("status"):
+                self.store.put(DEPLOYMENTS, {**deployment, "status": status})
+
+    def _deployment_status(self, deployment: Obj, owned: list[Obj], now: float) -> Obj:
+        spec = deployment["spec"]
+        replicas = int(spec.get("replicas", 1))
+        template = spec["template"]
+        new_rs = next((r for r in owned if without_hash(r["spec"]["template"]) == template), None)
+        old_status = deployment.get("status") or {}
+        counts = {
+            "replicas": sum(_status(r, "replicas") for r in owned),
+            "updatedReplicas": _status(new_rs, "replicas") if new_rs else 0,
+            "readyReplicas": sum(_status(r, "readyReplicas") for r in owned),
+            "availableReplicas": sum(_status(r, "availableReplicas") for r in owned),
+        }
+        status: Obj = {"observedGeneration": deployment["metadata"].get("generation", 1)}
+        status.update({k: v for k, v in counts.items() if v})
+        status["replicas"] = counts["replicas"]
+        unavailable = max(replicas - counts["availableReplicas"], 0)
+        if unavailable:
+            status["unavailableReplicas"] = unavailable
+        if "collisionCount" in old_status:
+            status["collisionCount"] = old_status["collisionCount"]
+        previous = {c["type"]: c for c in old_status.get("conditions") or []}
+        surge = self._surge(spec, replicas)
+        min_available = replicas - self._unavailable(spec, replicas, surge)
+        if counts["availableReplicas"] >= min_available:
+            available = _condition(
+                "Available",
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+                now,
+                previous.get("Available"),
+            )
+        else:
+            available = _condition(
+                "Available",
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+                now,
+                previous.get("Available"),
+            )
+        conditions = [available]
+        progressing = self._progressing(
+            deployment, new_rs, counts, replicas, previous.get("Progressing"), now
+        )
+        if progressing is not None:
+            conditions.append(progressing)
+        status["conditions"] = _ordered(conditions)
+        return status
+
+    def _progressing(
+        self,
+        deployment: Obj,
+        new_rs: Obj | None,
+        counts: dict[str, int],
+        replicas: int,
+        old: Obj | None,
+        now: float,
+    ) -> Obj | None:
+        if new_rs is None:
+            return old
+        name = new_rs["metadata"]["name"]
+        complete = (
+            counts["updatedReplicas"] == replicas
+            and counts["replicas"] == replicas
+            and counts["availableReplicas"] >= replicas
+        )
+        if complete:
+            return _condition(
+                "Progressing",
+                "True",
+                "NewReplicaSetAvailable",
+                f'ReplicaSet "{name}" has successfully progressed.',
+                now,
+                old,
+            )
+        before = deployment.get("status") or {}
+        # Progress is what upstream counts: more updated, ready or available pods, or fewer old ones.
+        progressed = any(
+            counts[k] > int(before.get(k, 0))
+            for k in ("updatedReplicas", "readyReplicas", "availableReplicas")
+        )
+        old_pods = counts["replicas"] - counts["updatedReplicas"]
+        progressed = progressed or old_pods < int(before.get("replicas", 0)) - int(
+            before.get("updatedReplicas", 0)
+        )
+        if progressed or old is None:
+            stamp = rfc3339(now)
+            transition = old["lastTransitionTime"] if old and old.get("status") == "True" else stamp
+            return {
+                "type": "Progressing",
+                "status": "True",
+                "lastUpdateTime": stamp,
+                "lastTransitionTime": transition,
+                "reason": "ReplicaSetUpdated",
+                "message": f'ReplicaSet "{name}" is progressing.',
+            }
+        if old.get("reason") in ("NewReplicaSetAvailable", "ProgressDeadlineExceeded"):
+            return old
+        deadline = int(deployment["spec"].get("progressDeadlineSeconds", 600))
+        if now - parse_rfc3339(old.get("lastUpdateTime") or rfc3339(now)) > deadline:
+            return _condition(
+                "Progressing",
+                "False",
+                "ProgressDeadlineExceeded",
+                f'ReplicaSet "{name}" has timed out progressing.',
+                now,
+                old,
+            )
+        return old
+
+
+def _status(obj: Obj | None, field: str) -> int:
+    if obj is None:
+        return 0
+    return int((obj.get("status") or {}).get(field, 0))
+
+
+def _ordered(conditions: list[Obj]) -> list[Obj]:
+    order = {"Available": 0, "Progressing": 1, "ReplicaFailure": 2}
+    return sorted(conditions, key=lambda c: order.get(c["type"], 9))
+
+
+def _key(obj: Obj) -> tuple[str, str]:
+    return (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+
+def _group_by_owner(objects: Iterable[Obj]) -> dict[str, list[Obj]]:
+    grouped: dict[str, list[Obj]] = {}
+    for obj in objects:
+        owner = controller_uid(obj)
+        if owner is not None:
+            grouped.setdefault(owner, []).append(obj)
+    return grouped

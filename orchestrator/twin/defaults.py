@@ -1,0 +1,145 @@
+"""Defaulting as the API server does it on create and update, so stored objects look like a real cluster's.
+
+Templates matter most: a ReplicaSet copies the defaulted template, and ``kubectl rollout undo`` patches a
+Deployment back to it, so both must default identically for the controller to recognise the old revision.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def _container(container: Obj) -> None:
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    image = str(container.get("image", ""))
+    last = image.rsplit("/", 1)[-1]
+    untagged = ":" not in last and "@" not in image
+    container.setdefault(
+        "imagePullPolicy", "Always" if untagged or last.endswith(":latest") else "IfNotPresent"
+    )
+    container.setdefault("resources", {})
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+    for env in container.get("env") or []:
+        field_ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
+        if isinstance(field_ref, dict):
+            field_ref.setdefault("apiVersion", "v1")
+    for probe_name in ("readinessProbe", "livenessProbe", "startupProbe"):
+        probe = container.get(probe_name)
+        if isinstance(probe, dict):
+            for key, value in (
+                ("timeoutSeconds", 1),
+                ("periodSeconds", 10),
+                ("successThreshold", 1),
+                ("failureThreshold", 3),
+            ):
+                probe.setdefault(key, value)
+            http = probe.get("httpGet")
+            if isinstance(http, dict):
+                http.setdefault("scheme", "HTTP")
+                http.setdefault("path", "/")
+
+
+def pod_spec(spec: Obj) -> None:
+    """Default a pod spec in place (the caller owns it)."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    for container in spec.get("containers") or []:
+        if isinstance(container, dict):
+            _container(container)
+    for container in spec.get("initContainers") or []:
+        if isinstance(container, dict):
+            _container(container)
+
+
+def _template(spec: Obj) -> None:
+    template = spec.get("template")
+    if isinstance(template, dict):
+        template.setdefault("metadata", {})
+        if isinstance(template.get("spec"), dict):
+            pod_spec(template["spec"])
+
+
+def deployment(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    strategy = spec.setdefault("strategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            if isinstance(rolling, dict):
+                rolling.setdefault("maxSurge", "25%")
+                rolling.setdefault("maxUnavailable", "25%")
+    _template(spec)
+
+
+def replicaset(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.setdefault("replicas", 1)
+        _template(spec)
+
+
+def pod(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        pod_spec(spec)
+        spec.setdefault("serviceAccountName", spec.get("serviceAccount", "default"))
+        spec.setdefault("serviceAccount", spec["serviceAccountName"])
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        spec.setdefault("priority", 0)
+        spec.setdefault(
+            "tolerations",
+            [
+                {
+                    "key": f"node.kubernetes.io/{taint}",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+                for taint in ("not-ready", "unreachable")
+            ],
+        )
+
+
+class ServiceDefaults:
+    """Allocates cluster IPs from 10.96.0.0/12 in order, as a fresh cluster hands them out."""
+
+    def __init__(self) -> None:
+        self._next = 11  # 10.96.0.1 is the kubernetes Service, 10.96.0.10 kube-dns
+
+    def allocate(self) -> str:
+        index = self._next
+        self._next += 1
+        return f"10.96.{index // 254}.{index % 254 + 1}" if index >= 254 else f"10.96.0.{index}"
+
+    def __call__(self, obj: Obj, old: Obj | None) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                port.setdefault("targetPort", port.get("port"))
+        old_ip = ((old or {}).get("spec") or {}).get("clusterIP")
+        if spec.get("clusterIP") in (None, ""):
+            spec["clusterIP"] = old_ip or self.allocate()
+        spec.setdefault("clusterIPs", [spec["clusterIP"]])

@@ -1,0 +1,121 @@
+"""The replicaset controller: keeps the number of owned pods at ``spec.replicas`` and reports status."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.twin.controllers import _group_by_owner, _key, owner_reference
+from orchestrator.twin.events import EventRecorder
+from orchestrator.twin.store import PODS, REPLICASETS, Obj, Store
+from orchestrator.twin.timefmt import parse_rfc3339
+
+DeletePod = Callable[[Obj, float], None]
+
+
+def pod_ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in _conditions(pod))
+
+
+def ready_since(pod: Obj) -> float | None:
+    for condition in _conditions(pod):
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            return parse_rfc3339(condition["lastTransitionTime"])
+    return None
+
+
+def _conditions(pod: Obj) -> list[Obj]:
+    return list((pod.get("status") or {}).get("conditions") or [])
+
+
+def _deletion_rank(pod: Obj) -> tuple[int, int, int, int]:
+    """Which pods a scale-down removes first, as upstream ranks them: the least useful, newest first."""
+    status = pod.get("status") or {}
+    phase_rank = {"Pending": 0, "Unknown": 1, "Running": 2}.get(status.get("phase", "Pending"), 0)
+    restarts = sum(int(c.get("restartCount", 0)) for c in status.get("containerStatuses") or [])
+    return (
+        1 if pod["spec"].get("nodeName") else 0,
+        phase_rank,
+        1 if pod_ready(pod) else 0,
+        -restarts,
+    )
+
+
+class ReplicaSetController:
+    def __init__(self, store: Store, events: EventRecorder, delete_pod: DeletePod) -> None:
+        self.store = store
+        self.events = events
+        self.delete_pod = delete_pod
+
+    def reconcile(self, now: float) -> None:
+        by_owner = _group_by_owner(
+            p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
+        )
+        for rs in sorted(self.store.values(REPLICASETS), key=_key):
+            pods = by_owner.get(rs["metadata"]["uid"], [])
+            wanted = int(rs["spec"].get("replicas", 1))
+            if len(pods) < wanted:
+                for _ in range(wanted - len(pods)):
+                    self._create_pod(rs, now)
+            elif len(pods) > wanted:
+                newest_first = sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"], reverse=True)
+                ranked = sorted(newest_first, key=_deletion_rank)  # stable: ties keep newest first
+                for pod in ranked[: len(pods) - wanted]:
+                    self.delete_pod(pod, now)
+                    self.events.record(
+                        involved=rs,
+                        reason="SuccessfulDelete",
+                        now=now,
+                        component="replicaset-controller",
+                        message=f"Deleted pod: {pod['metadata']['name']}",
+                    )
+
+    def _create_pod(self, rs: Obj, now: float) -> None:
+        template = json.loads(json.dumps(rs["spec"]["template"]))
+        meta = template.get("metadata") or {}
+        name = f"{rs['metadata']['name']}-{self.store.random_suffix()}"
+        while self.store.find(PODS, rs["metadata"]["namespace"], name) is not None:
+            name = f"{rs['metadata']['name']}-{self.store.random_suffix()}"
+        pod: Obj = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "generateName": f"{rs['metadata']['name']}-",
+                "namespace": rs["metadata"]["namespace"],
+                "labels": dict(meta.get("labels") or {}),
+                "ownerReferences": [owner_reference(rs)],
+            },
+            "spec": template.get("spec") or {},
+        }
+        if meta.get("annotations"):
+            pod["metadata"]["annotations"] = dict(meta["annotations"])
+        self.store.create(PODS, pod)
+        self.events.record(
+            involved=rs,
+            reason="SuccessfulCreate",
+            now=now,
+            component="replicaset-controller",
+            message=f"Created pod: {name}",
+        )
+
+    def update_status(self, now: float) -> None:
+        by_owner = _group_by_owner(
+            p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
+        )
+        for rs in sorted(self.store.values(REPLICASETS), key=_key):
+            pods = by_owner.get(rs["metadata"]["uid"], [])
+            min_ready = int(rs["spec"].get("minReadySeconds", 0))
+            ready = [p for p in pods if pod_ready(p)]
+            available = [p for p in ready if now - (ready_since(p) or now) >= min_ready]
+            status: dict[str, Any] = {"replicas": len(pods)}
+            if pods:
+                status["fullyLabeledReplicas"] = len(pods)
+            if ready:
+                status["readyReplicas"] = len(ready)
+            if available:
+                status["availableReplicas"] = len(available)
+            status["observedGeneration"] = rs["metadata"].get("generation", 1)
+            if status != rs.get("status"):
+                self.store.put(REPLICASETS, {**rs, "status": status})
