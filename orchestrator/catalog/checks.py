@@ -8,9 +8,10 @@ the field the recipe changes, the release tag is the image tag the build gets, t
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from orchestrator.catalog.faults import Artifact, ChaosFault, CodeFault, ConfigFault
-from orchestrator.catalog.topology import Topology, affected_scope
+from orchestrator.catalog.topology import Call, Topology, affected_scope
 from orchestrator.catalog.yamlfile import Document, Loc
 from orchestrator.errors import Problem
 
@@ -87,7 +88,7 @@ def cross_check(entry: Entry, topology: Topology, document: Document, prefix: Lo
                 (("log", "service"), f"cannot see {entry.target}'s symptoms (scope: {_listed(scope)})")
             )
     found.extend((("artifact",), message) for message in _artifact_problems(entry, topology))
-    found.extend(_recipe_problems(entry, services))
+    found.extend(_recipe_problems(entry, topology))
     found.extend((("probe", "query"), message) for message in _probe_problems(entry.probe.query))
     return [located(document, (*prefix, *loc), message) for loc, message in found]
 
@@ -156,8 +157,30 @@ def _expected_artifacts(entry: Entry) -> list[Artifact] | None:
     return [Artifact("release", f"{owner}@{tag}")]
 
 
-def _recipe_problems(entry: Entry, services: set[str]) -> list[tuple[Loc, str]]:
+def served_ops(topology: Topology, service: str) -> frozenset[str]:
+    """The operations a service serves: route names for the entry point, else the ops callers call."""
+    if service == topology.entry_point:
+        return frozenset(route.name for route in topology.routes)
+    return frozenset(
+        call.op for route in topology.routes for call in _calls(route.calls) if call.to == service
+    )
+
+
+def _calls(calls: tuple[Call, ...]) -> Iterator[Call]:
+    for call in calls:
+        yield call
+        yield from _calls(call.calls)
+
+
+def _recipe_problems(entry: Entry, topology: Topology) -> list[tuple[Loc, str]]:
     problems: list[tuple[Loc, str]] = []
+    services = set(topology.service_names)
+    if isinstance(entry, CodeFault) and entry.target in services:
+        served = served_ops(topology, entry.target)
+        for position, op in enumerate(entry.inject.behaviour.ops):
+            if op not in served:
+                message = f"{entry.target} serves no {op!r} ({_listed(set(served)) or 'no ops'})"
+                problems.append((("inject", "behaviour", "ops", position), message))
     if isinstance(entry, ConfigFault):
         inject = entry.inject
         if inject.object != "configmap" and inject.name is not None and inject.name not in services:

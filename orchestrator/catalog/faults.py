@@ -367,6 +367,9 @@ class ConfigFault(_Entry):
         return self
 
     def slot(self) -> str:
+        if self.inject.field == "image":
+            # A new image is a release: it must not compose with a code fault's release of the same workload.
+            return f"{self.inject.name or self.target}/image"
         return f"{self.inject.object}/{self.inject.name or self.target}/{self.inject.field}"
 
 
