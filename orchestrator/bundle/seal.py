@@ -75,7 +75,10 @@ def write_signing_key(path: Path) -> Ed25519PublicKey:
 
 
 def seal_bundle(directory: Path, *, signing_key: Path | None = None, bagging_date: str | None = None) -> Path:
-    """Turn a journal directory into a sealed bag in place; refuses a broken or cut-off journal."""
+    """Turn a journal directory into a sealed bag in place; refuses a broken or cut-off journal.
+
+    bagit changes the process's working directory while it bags, so seal from one thread at a time.
+    """
     directory = Path(directory)
     if is_sealed(directory):
         raise BundleError(f"{directory}: already sealed (bagit.txt exists)")
@@ -108,7 +111,7 @@ def seal_bundle(directory: Path, *, signing_key: Path | None = None, bagging_dat
             )
             (directory / PUBLIC_KEY_FILE).write_bytes(public)
         bag.save()  # rewrites the tag manifest so it covers the files just added
-    except (bagit.BagError, OSError) as exc:
+    except (bagit.BagError, OSError, RuntimeError) as exc:
         raise BundleError(f"{directory}: sealing failed: {exc}") from exc
     if key is not None:
         signature = key.sign((directory / TAG_MANIFEST).read_bytes())

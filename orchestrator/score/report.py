@@ -10,7 +10,7 @@ from html import escape
 
 from orchestrator.bundle.reader import Bundle
 from orchestrator.bundle.records import ServiceSample
-from orchestrator.score.attribution import attribute, latest_alerts, run_end, scored_faults
+from orchestrator.score.attribution import latest_alerts, run_end
 from orchestrator.score.charts import (
     AGENT_COLOUR,
     BASELINE_COLOUR,
@@ -102,20 +102,14 @@ def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> s
     """The report as one HTML string, the same for the same inputs (no side effects)."""
     manifest = bundle.manifest
     t_end = max(run_end(bundle), run_end(baseline) if baseline is not None else 0.0, 1.0)
-    faults = scored_faults(bundle)
     alerts = latest_alerts(bundle.alerts)
-    attribution = attribute(alerts, faults)
-    starts: dict[str, list[float]] = {}
-    for alert_id, fault_ids in attribution.items():
-        for fault_id in fault_ids:
-            starts.setdefault(fault_id, []).append(alerts[alert_id].starts_at)
     bars = [
         Bar(
             label=o.fault_id,
             start=o.inject_s,
             end=o.revert_s,
             outcome=o.outcome,
-            alerts=tuple(sorted(starts.get(o.fault_id, []))),
+            alerts=tuple(sorted(alerts[alert_id].starts_at for alert_id in o.alert_ids)),
             tooltip=f"{o.fault_id} {o.catalog_id} ({o.category}, {o.mechanism}): {o.outcome}",
         )
         for o in card.outcomes
@@ -125,7 +119,7 @@ def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> s
         Mark(i.t, "action", f"{i.tool} {', '.join(i.targets)} -> {i.result}") for i in bundle.interventions
     ]
     marks += [Mark(f.t, "forbidden", f"forbidden {f.tool}: {f.reason}") for f in bundle.forbidden]
-    concurrency = concurrency_points([(f.inject_s, f.revert_s) for f in faults], t_end)
+    concurrency = concurrency_points([(o.inject_s, o.revert_s) for o in card.outcomes], t_end)
     mean, peak = concurrency_summary(concurrency)
     series = [("agent", AGENT_COLOUR, degradation_points(bundle.service))]
     if baseline is not None:

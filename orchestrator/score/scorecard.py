@@ -49,6 +49,7 @@ class FaultOutcome:
     detected_s: float | None
     located_s: float | None
     repaired_s: float | None
+    alert_ids: tuple[str, ...]  # the alerts attributable to this fault
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,7 @@ def _fault_outcome(
         detected_s=None if detected is None else detected - fault.inject_s,
         located_s=None if located is None else located - fault.inject_s,
         repaired_s=None if repaired_at is None else repaired_at - fault.inject_s,
+        alert_ids=tuple(sorted(a for a, fault_ids in attribution.items() if fault.fault_id in fault_ids)),
     )
 
 

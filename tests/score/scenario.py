@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from orchestrator.bundle.building import sample_manifest, write_bundle
 from orchestrator.bundle.reader import Bundle, read_bundle
@@ -74,8 +75,10 @@ def report(
     )
 
 
-def act(t: float, *targets: str, incident: str | None = "INC-1", result: str = "ok") -> Intervention:
-    return Intervention(t=t, tool="rollback", targets=list(targets), incident_id=incident, result=result)  # type: ignore[arg-type]
+def act(
+    t: float, *targets: str, incident: str | None = "INC-1", result: Literal["ok", "error"] = "ok"
+) -> Intervention:
+    return Intervention(t=t, tool="rollback", targets=list(targets), incident_id=incident, result=result)
 
 
 def probes(fault_id: str, states: Iterable[tuple[float, bool]]) -> list[Record]:
