@@ -45,8 +45,9 @@ Repaired
   not credited. When the probe never failed (or has no samples), the same rule is applied to the artifact
   samples (``restored``): the artifact must be back at its pre-injection value from some observation after
   the intervention until the revert. No evidence means no credit.
-- MTTR runs to the first observation of that final good run. Rep is the plain mean of c_f (a repair of an
-  uncorrelated fault appears in Rep but earns no stage credit, as METRICS.md's credit formula says).
+- MTTR runs to the first observation of that final good run, over every fault with c_f = 1. Rep is the
+  plain mean of c_f (a repair of an uncorrelated fault appears in Rep and MTTR but earns no stage credit, as
+  METRICS.md's credit formula says).
 
 Detection
 - MTTD runs to the first report of the matched incident whose alert ids include an alert attributable to

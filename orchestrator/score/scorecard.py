@@ -184,9 +184,9 @@ def _fault_outcome(
     repaired_at: float | None,
 ) -> FaultOutcome:
     reports = history.get(incident_id, []) if incident_id is not None else []
-    detected = first_detection(reports, fault, attribution) if incident_id is not None else None
-    located = first_diagnosis(reports, fault, strict=False) if incident_id is not None else None
-    strict = first_diagnosis(reports, fault, strict=True) if incident_id is not None else None
+    detected = first_detection(reports, fault, attribution)
+    located = first_diagnosis(reports, fault, strict=False)
+    strict = first_diagnosis(reports, fault, strict=True)
     a, b, c = int(incident_id is not None), int(located is not None), int(repaired_at is not None)
     return FaultOutcome(
         fault_id=fault.fault_id,
@@ -204,7 +204,7 @@ def _fault_outcome(
         detected_s=None if detected is None else detected - fault.inject_s,
         located_s=None if located is None else located - fault.inject_s,
         repaired_s=None if repaired_at is None else repaired_at - fault.inject_s,
-        alert_ids=tuple(sorted(a for a, fault_ids in attribution.items() if fault.fault_id in fault_ids)),
+        alert_ids=tuple(sorted(alert_id for alert_id, ids in attribution.items() if fault.fault_id in ids)),
     )
 
 
