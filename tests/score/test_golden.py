@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.bundle.records import ModelCall, Record, ServiceSample
+from orchestrator.bundle.records import FaultFailed, FaultReverted, ModelCall, Record, ServiceSample
 from orchestrator.score.scorecard import score_bundle, scorecard_json
 from orchestrator.score.table import render_text
 from tests.score.scenario import act, alert, build, fault, forbidden, probes, report, restored, score
@@ -333,3 +333,23 @@ def test_the_json_has_exactly_the_metrics_keys_and_is_byte_identical_twice(tmp_p
         }
     ]
     assert document["loc_strict"] == 1.0
+
+
+def test_a_failed_injection_is_not_scored_and_a_failed_revert_stays_live_to_the_run_end(
+    tmp_path: Path,
+) -> None:
+    # f1's injection failed: it is not in F. f2's revert failed at 600, so it stays live until the run
+    # end (1800): alert a2 at 1000 is attributable to it and INC-2 correlates it. |F| = 1, Corr = 1.
+    card = score(
+        tmp_path,
+        [
+            *fault("f1", inject=0, revert=None),
+            FaultFailed(fault_id="f1", t=0, error="admission webhook refused the patch"),
+            *fault("f2", inject=100, revert=None),
+            FaultReverted(fault_id="f2", t=600, outcome="failed", detail="conflict"),
+            alert("a2", start=1000),
+            report(1100, "INC-2", ["a2"]),
+        ],
+    )
+    assert [(o.fault_id, o.revert_s, o.a) for o in card.outcomes] == [("f2", 1800.0, 1)]
+    assert card.faults == 1 and card.corr == 1.0
