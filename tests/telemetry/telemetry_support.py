@@ -52,8 +52,8 @@ def push(server: PrometheusServer, series: Mapping[tuple[tuple[str, str], ...], 
         writer.close()
 
 
-def labels(name: str, **extra: str) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted({"__name__": name, **extra}.items()))
+def labels(metric: str, **extra: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted({"__name__": metric, **extra}.items()))
 
 
 def steps(start: float, end: float, every: float, value: object) -> list[tuple[float, float]]:
