@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.twin.model.engine import AppModel
 from orchestrator.twin.model.logging import start_message
-from orchestrator.twin.model.state import PodView, container_spec, cpu_cores, memory_bytes, pod_view
+from orchestrator.twin.model.state import PodView, ViewCache, container_spec, cpu_cores, memory_bytes
 from orchestrator.twin.model.symptoms import probe_ok
 from orchestrator.twin.runtime_protocol import ContainerVerdict
 
@@ -26,6 +26,7 @@ class ModelRuntime:
 
     def __init__(self, model: AppModel) -> None:
         self.model = model
+        self._views = ViewCache()
 
     def _workload(self, pod: dict[str, Any]) -> str:
         labels = pod["metadata"].get("labels") or {}
@@ -38,9 +39,10 @@ class ModelRuntime:
 
     def _view(self, pod: dict[str, Any]) -> PodView:
         shot = self.model.snapshot
-        return pod_view(
+        return self._views.view(
             pod,
             workload=self._workload(pod),
+            version=shot.version if shot else "",
             secrets=shot.secrets if shot else {},
             configmaps=shot.configmaps if shot else {},
         )

@@ -48,6 +48,9 @@ class DatastoreStats:
     commands: float = 0.0
     command_seconds: float = 0.0
     memory: float = 0.0
+    memory_limit: float = 0.0
+    slow: float = 0.0
+    lag: dict[tuple[str, str], float] = field(default_factory=dict)  # (consumer group, topic) -> messages
 
 
 @dataclass
@@ -210,21 +213,10 @@ class AppModel:
 
     # -- the step ---------------------------------------------------------------------------------
     def _reach_fn(self, shot: Snapshot) -> Callable[[Service, PodCtx | None, str], Reach]:
-        cache: dict[tuple[str, str, str], Reach] = {}
-
         def reach_of(caller: Service, pod: PodCtx | None, callee: str) -> Reach:
-            key = (caller.name, pod.name if pod is not None else "", callee)
-            found = cache.get(key)
-            if found is None:
-                found = cache[key] = reach(
-                    topology=self.topology,
-                    shot=shot,
-                    effects=self.effects,
-                    caller=caller,
-                    caller_pod=pod.view if pod else None,
-                    callee=callee,
-                )
-            return found
+            view = pod.view if pod is not None else None
+            return reach(topology=self.topology, shot=shot, effects=self.effects, caller=caller,
+                         caller_pod=view, callee=callee)
 
         return reach_of
 
@@ -282,7 +274,7 @@ class AppModel:
                         workers[i % len(workers)], service, call, start_ms=offset_ms, parent=None, trace=None
                     )
         self._account(shot, serving, now)
-        self._datastores(shot, serving)
+        self._datastores(shot, serving, counts)
         self.logger.end_step(now, shot=shot, effects=self.effects, model=self)
         return StepReport(requests=sum(counts), kills=kills)
 
@@ -294,7 +286,8 @@ class AppModel:
                 found.extend(pods)
         return sorted(set(found))
 
-    def _datastores(self, shot: Snapshot, serving: dict[str, list[PodCtx]]) -> None:
+    def _datastores(self, shot: Snapshot, serving: dict[str, list[PodCtx]], counts: list[int]) -> None:
+        dt = self.step_seconds
         for name, service in self.services.items():
             if service.kind not in (ServiceKind.DATASTORE, ServiceKind.QUEUE):
                 continue
@@ -302,13 +295,37 @@ class AppModel:
             ctxs = serving.get(name) or []
             stats.up = bool(ctxs)
             rps = sum(c.rps for c in ctxs)
-            stats.commands += rps * self.step_seconds
-            stats.command_seconds += rps * self.step_seconds * service.model.base_latency_ms / 1000.0
+            stats.commands += rps * dt
+            stats.command_seconds += rps * dt * service.model.base_latency_ms / 1000.0
             callers = {caller for caller, callee, _ in self.topology.edges() if callee == name}
             stats.clients = sum(len(shot.pods.get(c, [])) for c in callers) if ctxs else 0
-            stats.memory = sum(
-                self.usage.get((c.name, service.container_name), Usage()).working_set for c in ctxs
+            used = [self.usage.get((c.name, service.container_name)) for c in ctxs]
+            stats.memory = sum(u.working_set for u in used if u is not None)
+            stats.memory_limit = sum(u.memory_limit or 0.0 for u in used if u is not None)
+            slow = [self.effects.io.get(c.name) for c in ctxs]
+            stats.slow += sum(
+                c.rps * dt * io[1]
+                for c, io in zip(ctxs, slow, strict=True)
+                if io is not None and io[0] >= 1.0
             )
+            if service.kind is ServiceKind.QUEUE:
+                produced = sum(n * per.get(name, 0.0) for n, per in zip(counts, self.expected, strict=True))
+                self._lag(stats, name, produced, serving)
+
+    def _lag(
+        self, stats: DatastoreStats, queue: str, produced: float, serving: dict[str, list[PodCtx]]
+    ) -> None:
+        """Consumer lag: it drains while the consumer and the broker serve, and grows while either is down."""
+        for flow in self.topology.background:
+            for call in flow.calls:
+                if call.to != queue:
+                    continue
+                key = (flow.service, call.op.split()[-1])
+                lag = stats.lag.get(key, 0.0)
+                if serving.get(flow.service) and serving.get(queue):
+                    stats.lag[key] = round(lag * 0.3 + self.workload_rng.random() * 3.0, 1)
+                else:
+                    stats.lag[key] = lag + produced
 
     def start_failure_of(self, pod: PodView, container: str) -> tuple[str, str, str | None] | None:
         """(exit reason, cause, env var) if this container exits at start now, for the runtime."""

@@ -120,6 +120,8 @@ class Snapshot:
     configmaps: dict[str, Mapping[str, str]] = field(default_factory=dict)
     secrets: dict[str, Mapping[str, str]] = field(default_factory=dict)
     chaos: list[ChaosObject] = field(default_factory=list)
+    version: str = ""  # resourceVersions of the configmaps and secrets the env was resolved from
+    _endpoints: dict[str, list[PodView]] = field(default_factory=dict)
 
     def all_pods(self) -> Iterable[PodView]:
         for name in sorted(self.pods):
@@ -230,6 +232,29 @@ def _matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
+class ViewCache:
+    """Pod views by (uid, resourceVersion, config version): a pod's view changes only when it does."""
+
+    def __init__(self) -> None:
+        self._views: dict[str, tuple[tuple[str, str], PodView]] = {}
+
+    def view(self, pod: Obj, *, workload: str, version: str, secrets: Mapping[str, Mapping[str, str]],
+             configmaps: Mapping[str, Mapping[str, str]]) -> PodView:
+        meta = pod["metadata"]
+        key = (str(meta.get("resourceVersion", "")) + "/" + workload, version)
+        uid = str(meta.get("uid", meta["name"]))
+        found = self._views.get(uid)
+        if found is not None and found[0] == key and key[0] != "/" + workload:
+            return found[1]
+        view = pod_view(pod, workload=workload, secrets=secrets, configmaps=configmaps)
+        self._views[uid] = (key, view)
+        return view
+
+    def keep(self, uids: set[str]) -> None:
+        for uid in [u for u in self._views if u not in uids]:
+            del self._views[uid]
+
+
 def snapshot(
     *,
     namespace: str,
@@ -240,6 +265,7 @@ def snapshot(
     configmaps: list[Obj],
     secrets: list[Obj],
     chaos: list[Obj],
+    cache: ViewCache | None = None,
 ) -> Snapshot:
     """Assemble the model's view of one namespace from object dicts (no side effects).
 
@@ -262,11 +288,20 @@ def snapshot(
         shot.replicas[name] = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
         selectors.append((name, dict((spec.get("selector") or {}).get("matchLabels") or {})))
         shot.pods[name] = []
+    version = ",".join(str(o["metadata"].get("resourceVersion", "")) for o in (*configmaps, *secrets))
     for pod in pods:
         labels = pod["metadata"].get("labels") or {}
         owner = next((name for name, sel in selectors if _matches(sel, labels)), None)
-        if owner is not None:
-            shot.pods[owner].append(pod_view(pod, workload=owner, secrets=secret_data, configmaps=cms))
+        if owner is None:
+            continue
+        if cache is not None:
+            view = cache.view(pod, workload=owner, version=version, secrets=secret_data, configmaps=cms)
+        else:
+            view = pod_view(pod, workload=owner, secrets=secret_data, configmaps=cms)
+        shot.pods[owner].append(view)
+    shot.version = version
+    if cache is not None:
+        cache.keep({str(p["metadata"].get("uid", p["metadata"]["name"])) for p in pods})
     for svc in services:
         spec = svc.get("spec") or {}
         ports = tuple(
@@ -299,6 +334,9 @@ def snapshot(
 
 def endpoints(shot: Snapshot, service: str) -> list[PodView]:
     """Ready pods behind a Service, by its selector, in name order (no side effects)."""
+    cached = shot._endpoints.get(service)
+    if cached is not None:
+        return cached
     view = shot.services.get(service)
     if view is None:
         return []
@@ -308,4 +346,6 @@ def endpoints(shot: Snapshot, service: str) -> list[PodView]:
         for p in pods
         if p.ready and not p.deleting and _matches(view.selector, p.labels)
     ]
-    return sorted(found, key=lambda p: p.name)
+    found.sort(key=lambda p: p.name)
+    shot._endpoints[service] = found
+    return found

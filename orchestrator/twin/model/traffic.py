@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ from orchestrator.twin.model.symptoms import Reach
 DEFAULT_TIMEOUT_MS = 10_000.0
 NETWORK_MS = 0.25
 OVERLOAD_UTILISATION = 0.9
+# Lognormal latency factors (sigma 0.3), drawn by index: as random as gauss() and several times cheaper.
+_SPREAD = tuple(math.exp(0.3 * statistics.NormalDist().inv_cdf((i + 0.5) / 4096)) for i in range(4096))
 # A TCP retransmission timeout: what one lost segment costs a call.
 RTO_MS = 200.0
 PAYLOAD_BITS = 8 * 16 * 1024
@@ -71,6 +74,7 @@ class StepTraffic:
     log: LogFn  # (pod, cause, op, reach, detail)
     weight: float = 1.0
     _net: dict[tuple[str, str], tuple[float, float, float, bool, float]] = field(default_factory=dict)
+    _reach: dict[tuple[str, str, str], Reach] = field(default_factory=dict)
 
     def _network(self, a: str, b: str) -> tuple[float, float, float, bool, float]:
         """(delay ms, jitter ms, loss, partitioned, bandwidth bps) between two pods."""
@@ -132,7 +136,10 @@ class StepTraffic:
     ) -> Outcome:
         rng = self.rng
         timeout = call.timeout_ms or DEFAULT_TIMEOUT_MS
-        reach = self.reach_of(caller_service, caller, call.to)
+        key = (caller_service.name, caller.name if caller is not None else "", call.to)
+        reach = self._reach.get(key)
+        if reach is None:
+            reach = self._reach[key] = self.reach_of(caller_service, caller, call.to)
         client_id = f"{rng.getrandbits(64):016x}" if trace is not None else ""
         if reach.cause is not None:
             fast = {"connection_refused": 1.0, "dns_failure": 2.0, "auth_failed": 3.0, "upstream_error": 2.0}
@@ -184,9 +191,9 @@ class StepTraffic:
         rng = self.rng
         service = pod.service
         model = service.model
-        own = model.base_latency_ms * math.exp(rng.gauss(0.0, 0.3))
+        own = model.base_latency_ms * _SPREAD[rng.getrandbits(12)]
         if pod.wait_ms:
-            own += rng.expovariate(1.0 / pod.wait_ms)
+            own -= pod.wait_ms * math.log(1.0 - rng.random())
         ok = True
         cause: str | None = None
         code = "Internal"

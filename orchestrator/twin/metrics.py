@@ -1,0 +1,204 @@
+"""The series a real cluster's Prometheus would scrape, collected from the twin at one instant.
+
+Names and labels follow notes/series.md: OpenTelemetry span metrics, kube-state-metrics, cAdvisor and
+datastore exporters. ``collect`` is pure over the objects and the model's accumulators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from orchestrator.catalog.topology import Call
+from orchestrator.twin.model.engine import AppModel
+from orchestrator.twin.model.spans import BUCKETS_MS, CLIENT
+
+Labels = tuple[tuple[str, str], ...]
+Sample = tuple[str, Labels, float]  # metric name, sorted labels, value
+
+PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+MAX_CONNECTIONS = {"mysql": 151.0, "postgresql": 100.0}
+_LE = tuple(f"{b:g}" for b in BUCKETS_MS) + ("+Inf",)
+
+
+def _labels(**values: str) -> Labels:
+    return tuple(sorted(values.items()))
+
+
+@lru_cache(maxsize=65536)
+def _span_labels(namespace: str, key: tuple[str, str, str, str]) -> tuple[Labels, tuple[Labels, ...]]:
+    service, span, kind, status = key
+    base = {"namespace": namespace, "service_name": service, "span_name": span, "span_kind": kind,
+            "status_code": status}
+    return _labels(**base), tuple(_labels(**base, le=le) for le in _LE)
+
+
+def span_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
+    for key, count, total, buckets in model.spans.export():
+        base, per_bucket = _span_labels(namespace, key)
+        yield "traces_span_metrics_calls_total", base, count
+        yield "traces_span_metrics_duration_milliseconds_sum", base, total
+        yield "traces_span_metrics_duration_milliseconds_count", base, count
+        for labels, value in zip(per_bucket, buckets, strict=True):
+            yield "traces_span_metrics_duration_milliseconds_bucket", labels, value
+
+
+def _owner(pod: dict[str, Any]) -> tuple[str, str]:
+    for ref in pod["metadata"].get("ownerReferences") or []:
+        return str(ref.get("kind", "")), str(ref.get("name", ""))
+    return "<none>", "<none>"
+
+
+def pod_samples(pods: list[dict[str, Any]], namespace: str) -> Iterable[Sample]:
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        status = pod.get("status") or {}
+        kind, owner = _owner(pod)
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        yield (
+            "kube_pod_info",
+            _labels(namespace=namespace, pod=name, node=node, created_by_kind=kind, created_by_name=owner),
+            1.0,
+        )
+        phase = str(status.get("phase") or "Pending")
+        for candidate in PHASES:
+            yield (
+                "kube_pod_status_phase",
+                _labels(namespace=namespace, pod=name, phase=candidate),
+                float(candidate == phase),
+            )
+        ready = next(
+            (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), "Unknown"
+        )
+        for condition, value in (("true", "True"), ("false", "False"), ("unknown", "Unknown")):
+            yield (
+                "kube_pod_status_ready",
+                _labels(namespace=namespace, pod=name, condition=condition),
+                float(ready == value),
+            )
+        for cs in status.get("containerStatuses") or []:
+            container = str(cs.get("name", ""))
+            base = {"namespace": namespace, "pod": name, "container": container}
+            yield (
+                "kube_pod_container_status_restarts_total",
+                _labels(**base),
+                float(cs.get("restartCount", 0)),
+            )
+            waiting = (cs.get("state") or {}).get("waiting")
+            if waiting is not None and waiting.get("reason"):
+                yield (
+                    "kube_pod_container_status_waiting_reason",
+                    _labels(**base, reason=str(waiting["reason"])),
+                    1.0,
+                )
+            terminated = (cs.get("lastState") or {}).get("terminated")
+            if terminated is not None and terminated.get("reason"):
+                yield (
+                    "kube_pod_container_status_last_terminated_reason",
+                    _labels(**base, reason=str(terminated["reason"])),
+                    1.0,
+                )
+
+
+def deployment_samples(deployments: list[dict[str, Any]], namespace: str) -> Iterable[Sample]:
+    for deployment in deployments:
+        meta, spec, status = (
+            deployment["metadata"],
+            deployment.get("spec") or {},
+            deployment.get("status") or {},
+        )
+        base = _labels(namespace=namespace, deployment=meta["name"])
+        replicas = spec.get("replicas")
+        yield "kube_deployment_spec_replicas", base, float(1 if replicas is None else replicas)
+        yield "kube_deployment_status_replicas_available", base, float(status.get("availableReplicas", 0))
+        yield "kube_deployment_status_replicas_unavailable", base, float(status.get("unavailableReplicas", 0))
+        yield "kube_deployment_status_replicas_updated", base, float(status.get("updatedReplicas", 0))
+        yield "kube_deployment_metadata_generation", base, float(meta.get("generation", 1))
+        yield "kube_deployment_status_observed_generation", base, float(status.get("observedGeneration", 0))
+
+
+def node_samples(nodes: list[dict[str, Any]]) -> Iterable[Sample]:
+    for node in nodes:
+        name = node["metadata"]["name"]
+        zone = str((node["metadata"].get("labels") or {}).get("topology.kubernetes.io/zone", ""))
+        yield "kube_node_labels", _labels(node=name, label_topology_kubernetes_io_zone=zone), 1.0
+        conditions = {
+            c.get("type"): c.get("status") for c in (node.get("status") or {}).get("conditions") or []
+        }
+        for condition in ("Ready", "MemoryPressure", "DiskPressure"):
+            actual = conditions.get(condition, "Unknown")
+            for status, value in (("true", "True"), ("false", "False"), ("unknown", "Unknown")):
+                yield (
+                    "kube_node_status_condition",
+                    _labels(node=name, condition=condition, status=status),
+                    float(actual == value),
+                )
+
+
+def container_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
+    for (pod, container), usage in sorted(model.usage.items()):
+        base = _labels(namespace=namespace, pod=pod, container=container)
+        yield "container_cpu_usage_seconds_total", base, usage.cpu_seconds
+        yield "container_memory_working_set_bytes", base, usage.working_set
+        if usage.memory_limit is not None:
+            yield "container_spec_memory_limit_bytes", base, usage.memory_limit
+        if usage.periods:
+            yield "container_cpu_cfs_periods_total", base, usage.periods
+            yield "container_cpu_cfs_throttled_periods_total", base, usage.throttled_periods
+
+
+def _walk(calls: tuple[Call, ...]) -> Iterable[Call]:
+    for call in calls:
+        yield call
+        yield from _walk(call.calls)
+
+
+def datastore_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
+    topology = model.topology
+    ops: dict[str, set[str]] = {}
+    for calls in [r.calls for r in topology.routes] + [f.calls for f in topology.background]:
+        for call in _walk(calls):
+            ops.setdefault(call.to, set()).add(call.op)
+    client = {
+        (svc, op): count for (svc, op, kind, _s), count, _t, _b in model.spans.export() if kind == CLIENT
+    }
+    for name, stats in sorted(model.datastores.items()):
+        service = model.services[name]
+        kind = service.datastore_kind or ""
+        base = {"namespace": namespace, "service": name}
+        up = 1.0 if stats.up else 0.0
+        if kind in ("redis", "valkey"):
+            yield "redis_up", _labels(**base), up
+            yield "redis_connected_clients", _labels(**base), float(stats.clients)
+            yield "redis_memory_used_bytes", _labels(**base), stats.memory
+            yield "redis_memory_max_bytes", _labels(**base), stats.memory_limit
+            for op in sorted(ops.get(name, ())):
+                count = sum(v for (svc, o), v in client.items() if o == op and svc != name)
+                cmd = op.split()[0].lower()
+                yield "redis_commands_total", _labels(**base, cmd=cmd), count
+                yield (
+                    "redis_commands_duration_seconds_total",
+                    _labels(**base, cmd=cmd),
+                    count * service.model.base_latency_ms / 1000.0,
+                )
+        elif kind == "mysql":
+            yield "mysql_up", _labels(**base), up
+            yield "mysql_global_status_threads_connected", _labels(**base), float(stats.clients)
+            yield "mysql_global_variables_max_connections", _labels(**base), MAX_CONNECTIONS["mysql"]
+            yield "mysql_global_status_slow_queries", _labels(**base), stats.slow
+        elif kind == "postgresql":
+            yield "pg_up", _labels(**base), up
+            yield "pg_stat_activity_count", _labels(**base), float(stats.clients)
+            yield "pg_settings_max_connections", _labels(**base), MAX_CONNECTIONS["postgresql"]
+        elif kind == "kafka":
+            for (group, topic), lag in sorted(stats.lag.items()):
+                yield (
+                    "kafka_consumergroup_lag",
+                    _labels(**base, consumergroup=group, topic=topic, partition="0"),
+                    lag,
+                )
+        elif kind == "rabbitmq":
+            yield "rabbitmq_up", _labels(**base), up
+            for (_group, queue), lag in sorted(stats.lag.items()):
+                yield "rabbitmq_queue_messages_ready", _labels(**base, queue=queue), lag

@@ -1,0 +1,126 @@
+"""Scrapes of the twin's series at simulated instants, pushed to Prometheus by remote write.
+
+Every ``scrape`` buffers one sample per series at its simulated timestamp; ``flush`` sends the buffer in
+batches (one TimeSeries per series with all its buffered samples, in time order). A series that
+disappears gets a staleness marker, as a scraping Prometheus would write. A digest of every sample, and
+optionally the samples themselves, are kept so that two runs can be compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import struct
+from collections.abc import Iterable
+from functools import lru_cache
+
+from prometheus_remote_writer import RemoteWriter
+
+from orchestrator.errors import TelemetryError
+from orchestrator.twin.metrics import Labels, Sample
+from orchestrator.twin.timefmt import EPOCH
+
+# Prometheus' staleness marker: a NaN with this exact bit pattern ends a series at that timestamp.
+STALE_NAN: float = struct.unpack(">d", bytes.fromhex("7ff0000000000002"))[0]
+EPOCH_MS = int(EPOCH.timestamp() * 1000)
+SCRAPE_SECONDS = 15.0
+MAX_SERIES_PER_REQUEST = 5000
+
+
+def timestamp_ms(now: float) -> int:
+    """Milliseconds since the Unix epoch of a simulated instant."""
+    return EPOCH_MS + round(now * 1000)
+
+
+@lru_cache(maxsize=262144)
+def _series(name: str, labels: Labels) -> str:
+    body = ",".join(f'{k}="{v}"' for k, v in labels)
+    return f"{name}{{{body}}}"
+
+
+def _format(name: str, labels: Labels, value: float, ts: int) -> str:
+    text = "stale" if math.isnan(value) else repr(value)
+    return f"{_series(name, labels)} {text} {ts}"
+
+
+class Telemetry:
+    """The scrape buffer and remote-write pusher of one twin."""
+
+    def __init__(self, *, remote_write_url: str | None, keep_samples: bool = False) -> None:
+        self.url = remote_write_url
+        self.keep_samples = keep_samples
+        self.samples: list[str] = []
+        self._digest = hashlib.sha256()
+        self._buffer: dict[tuple[str, Labels], tuple[list[float], list[int]]] = {}
+        self._last: set[tuple[str, Labels]] = set()
+        self._writer: RemoteWriter | None = None
+        self.scrapes = 0
+        self.pushed_samples = 0
+        self.requests = 0
+        if remote_write_url is not None:
+            self._writer = RemoteWriter(
+                url=remote_write_url,
+                sort_labels=True,
+                max_series_per_request=MAX_SERIES_PER_REQUEST,
+                retries=2,
+                timeout=30.0,
+                logger=logging.getLogger("orchestrator.twin.telemetry"),
+            )
+
+    @property
+    def digest(self) -> str:
+        return self._digest.hexdigest()
+
+    def scrape(self, now: float, samples: Iterable[Sample]) -> None:
+        """Record one sample per series at ``now``; series gone since the last scrape go stale."""
+        ts = timestamp_ms(now)
+        seen: set[tuple[str, Labels]] = set()
+        lines: list[str] = []
+        for name, labels, value in samples:
+            key = (name, labels)
+            if key in seen:
+                continue
+            seen.add(key)
+            self._add(key, value, ts)
+            lines.append(_format(name, labels, value, ts))
+        for key in sorted(self._last - seen):
+            self._add(key, STALE_NAN, ts)
+            lines.append(_format(key[0], key[1], STALE_NAN, ts))
+        self._last = seen
+        block = "\n".join(lines) + "\n"
+        self._digest.update(block.encode())
+        if self.keep_samples:
+            self.samples.extend(lines)
+        self.scrapes += 1
+
+    def _add(self, key: tuple[str, Labels], value: float, ts: int) -> None:
+        found = self._buffer.get(key)
+        if found is None:
+            found = self._buffer[key] = ([], [])
+        found[0].append(value)
+        found[1].append(ts)
+
+    def flush(self) -> None:
+        """Send everything buffered; without a remote-write URL the buffer is simply dropped."""
+        buffered, self._buffer = self._buffer, {}
+        if self._writer is None or not buffered:
+            return
+        items = [
+            {"metric": {"__name__": name, **dict(labels)}, "values": values, "timestamps": stamps}
+            for (name, labels), (values, stamps) in sorted(buffered.items())
+        ]
+        try:
+            result = self._writer.send(items)
+        except (RuntimeError, ValueError) as exc:
+            raise TelemetryError(f"remote write to {self.url} failed: {exc}") from exc
+        response = result.last_response
+        if response is not None and response.status_code >= 400:
+            status = response.status_code
+            raise TelemetryError(f"remote write to {self.url} answered {status}: {response.text}")
+        self.pushed_samples += result.samples_sent
+        self.requests += result.requests_sent
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
