@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
+import yaml
 from pydantic import ValidationError
 
 from orchestrator.catalog.topology import Call, Topology, topology_path
@@ -18,6 +19,7 @@ from orchestrator.errors import CatalogError, Problem
 
 # orchestrator/catalog/topologies.py -> the repository root, the folder that holds manifests/.
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+_FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def known_apps(*, root: Path | None = None) -> tuple[str, ...]:
@@ -50,7 +52,27 @@ def _load_cached(root: Path, app: str, stamp: int) -> Topology:
 
 
 def read_topology(path: Path) -> Topology:
-    """Read and validate one topology file (no caching)."""
+    """Read and validate one topology file (no caching).
+
+    A valid file is read once with the C YAML loader; only a file with problems is read again, with
+    the line of every value, to locate them.
+    """
+    try:
+        datas = [d for d in yaml.load_all(path.read_text(encoding="utf-8"), Loader=_FAST_LOADER) if d]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        datas = []
+    if len(datas) == 1 and isinstance(datas[0], dict):
+        try:
+            topology = Topology.model_validate(datas[0], context={"defer_references": True})
+        except ValidationError:
+            pass
+        else:
+            if not topology.reference_errors():
+                return topology
+    return _read_located(path)
+
+
+def _read_located(path: Path) -> Topology:
     documents = [d for d in read_documents(path) if d.data is not None]
     if len(documents) != 1:
         problem = Problem(str(path), None, "", "", f"expected one YAML document, found {len(documents)}")
