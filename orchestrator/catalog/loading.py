@@ -143,6 +143,7 @@ def load_catalog(
         if not found:
             scopes[item.entry.id] = affected_scope(topology, item.entry.target)
     if problems:
+        problems.sort(key=lambda problem: (problem.file, problem.line or 0))
         files = len({p.file for p in problems})
         raise CatalogError(f"fault catalog: {len(problems)} problem(s) in {files} file(s)", problems)
     return Catalog(
