@@ -272,3 +272,11 @@ def test_an_edited_file_is_read_again(tmp_path: Path) -> None:
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert load_topology("online-boutique", root=tmp_path).requests_per_second == 7
+
+
+def test_every_probe_checks_a_port_the_container_opens(topology: Topology) -> None:
+    for service in topology.services:
+        opened = {port.container_port for port in service.ports}
+        for probe in (service.readiness, service.liveness):
+            if probe is not None and probe.type != "exec":
+                assert probe.port in opened, service.name
