@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.bundle.commands",
     "orchestrator.score.commands",
     "orchestrator.cluster.commands",
+    "orchestrator.twin.commands",
 )
 
 

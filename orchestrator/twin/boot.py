@@ -105,6 +105,7 @@ class Twin:
         self._driver: RealtimeDriver | None = None
         self.requests = 0
         self._views = ViewCache()
+        self.clock_error: BaseException | None = None
 
     @property
     def namespace(self) -> str:
@@ -171,6 +172,7 @@ class Twin:
     def stop(self) -> None:
         if self._driver is not None:
             self._driver.stop()
+            self.clock_error = self._driver.error
             self._driver = None
         self.telemetry.close()
 

@@ -1,0 +1,72 @@
+"""``marathon twin serve``: run one app's twin behind the Kubernetes API until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from orchestrator.catalog.topology import APPS
+from orchestrator.errors import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    twin = subparsers.add_parser(
+        "twin", help="the simulated cluster (serve one app behind the Kubernetes API)"
+    )
+    verbs = twin.add_subparsers(dest="twin_command", metavar="VERB", required=True)
+    serve = verbs.add_parser("serve", help="serve a twin on 127.0.0.1 and write a kubeconfig for it")
+    serve.add_argument("--app", required=True, choices=APPS)
+    serve.add_argument("--port", type=int, default=0, help="listen port on 127.0.0.1 (0: a free port)")
+    serve.add_argument("--seed", type=int, default=1)
+    serve.add_argument("--clock", choices=("stepped", "realtime"), default="realtime")
+    serve.add_argument(
+        "--speed", type=float, default=1.0, help="simulated seconds per wall second (realtime)"
+    )
+    serve.add_argument(
+        "--remote-write", dest="remote_write", default=None, help="Prometheus remote-write URL"
+    )
+    serve.add_argument("--kubeconfig", type=Path, default=Path("twin.kubeconfig"))
+    serve.set_defaults(func=serve_command)
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from orchestrator.twin.launch import start_twin  # keeps `marathon --help` free of the server stack
+
+    if args.speed <= 0:
+        raise ConfigError(f"--speed must be positive, got {args.speed}")
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be 0..65535, got {args.port}")
+    running = start_twin(
+        args.app,
+        seed=args.seed,
+        kubeconfig=args.kubeconfig,
+        clock=args.clock,
+        speed=args.speed,
+        remote_write_url=args.remote_write,
+        port=args.port,
+    )
+    print(f"twin of {args.app} serving at {running.url} ({args.clock} clock)", flush=True)
+    print(f"kubeconfig: {running.kubeconfig}", flush=True)
+    if args.clock == "stepped":
+        print(
+            f"advance with: curl -X POST {running.url}/twin/v1/advance -d '{{\"seconds\": 120}}'", flush=True
+        )
+    done = threading.Event()
+
+    def _stop(_signum: int, _frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    try:
+        done.wait()
+    finally:
+        running.stop()
+    if running.twin_error is not None:
+        print(f"marathon: twin clock failed: {running.twin_error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,54 @@
+"""Helpers of the twin tests: a real Prometheus, a served twin, PromQL at simulated instants."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from orchestrator.telemetry.server import PrometheusServer, start_prometheus
+from orchestrator.twin.launch import RunningTwin, start_twin
+from orchestrator.twin.timefmt import EPOCH
+
+OB = "online-boutique"
+CHECKOUT_ERRORS = (
+    'sum(rate(traces_span_metrics_calls_total{{namespace="online-boutique", service_name="frontend", '
+    'span_kind="SPAN_KIND_SERVER", span_name="POST /cart/checkout", status_code="STATUS_CODE_ERROR"}}[{w}]))'
+    ' / sum(rate(traces_span_metrics_calls_total{{namespace="online-boutique", service_name="frontend", '
+    'span_kind="SPAN_KIND_SERVER", span_name="POST /cart/checkout"}}[{w}]))'
+)
+HOME_P99 = (
+    'histogram_quantile(0.99, sum by (le) (rate(traces_span_metrics_duration_milliseconds_bucket{{'
+    'namespace="online-boutique", service_name="frontend", span_kind="SPAN_KIND_SERVER", span_name="GET /"}}'
+    "[{w}])))"
+)
+
+
+def prometheus(tmp: Path) -> Iterator[PrometheusServer]:
+    if shutil.which("prometheus") is None:
+        pytest.skip("prometheus is not installed")
+    server = start_prometheus(tmp)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def served(tmp: Path, *, app: str = OB, seed: int = 11, remote_write_url: str | None = None,
+           keep_samples: bool = False) -> RunningTwin:
+    return start_twin(app, seed=seed, kubeconfig=tmp / "kubeconfig", remote_write_url=remote_write_url,
+                      keep_samples=keep_samples)
+
+
+def query(server: PrometheusServer, promql: str, *, at: float) -> float:
+    """The single value of ``promql`` at simulated time ``at`` (NaN when the result is empty)."""
+    response = httpx.get(f"{server.url}/api/v1/query",
+                         params={"query": promql, "time": f"{EPOCH.timestamp() + at:.3f}"}, timeout=30)
+    response.raise_for_status()
+    result = response.json()["data"]["result"]
+    if not result:
+        return float("nan")
+    return float(result[0]["value"][1])
