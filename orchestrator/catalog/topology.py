@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
+from orchestrator.catalog.yamlfile import Loc
+
 APPS: tuple[str, ...] = ("online-boutique", "train-ticket", "astronomy-shop")
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
@@ -90,9 +92,8 @@ class Model(_Strict):
     startup_s: float = Field(default=8.0, ge=0)
 
 
+# A second container in the service's pods (e.g. flagd's editing UI).
 class Sidecar(_Strict):
-    """A second container in the service's pods (e.g. flagd's editing UI)."""
-
     name: str = Field(pattern=_DNS_LABEL, max_length=63)
     image: str
     ports: tuple[Port, ...] = ()
@@ -159,8 +160,8 @@ class Route(_Strict):
 class Flow(_Strict):
     """Work a service starts on its own (a queue consumer, a heartbeat, a poller), at a steady rate.
 
-    Queues are modelled from both ends: a producer's route calls the queue and each consumer's flow calls
-    it too, so a broken queue reaches both, while a broken consumer never reaches the producer.
+    A queue is called by its producers' routes and by its consumers' flows: a broken queue reaches both,
+    a broken consumer never reaches the producer.
     """
 
     name: str
@@ -197,9 +198,6 @@ class Site(_Strict):
     role: Literal["active", "standby"]
 
 
-Loc = tuple[str | int, ...]
-
-
 @dataclass(frozen=True)
 class Address:
     """Where an address env var points: a host (a Service name) and, when written, a port."""
@@ -209,6 +207,7 @@ class Address:
 
 
 _HOST_KEY = re.compile(r"(?:^|[\s;])host=([^\s;]+)", re.IGNORECASE)
+_IPV4 = re.compile(r"[0-9]+(\.[0-9]+){3}")
 
 
 def parse_address(value: str) -> Address | None:
@@ -235,7 +234,8 @@ def parse_address(value: str) -> Address | None:
             if not port_text.isdigit():
                 return None
             port = int(port_text)
-    host = host.split(".", 1)[0].lower()
+    if not _IPV4.fullmatch(host):
+        host = host.split(".", 1)[0].lower()
     if not host or "$" in host:
         return None
     return Address(host=host, port=port)
@@ -297,12 +297,11 @@ class Topology(_Strict):
                 errors.append((("background", index, "service"), f"unknown service {flow.service!r}"))
             errors.extend(_call_errors(flow.calls, ("background", index), names))
         for index, flag in enumerate(self.feature_flags):
-            if flag.service not in names:
-                errors.append((("feature_flags", index, "service"), f"unknown service {flag.service!r}"))
-            for position, other in enumerate(flag.also_affects):
-                if other not in names:
-                    loc: Loc = ("feature_flags", index, "also_affects", position)
-                    errors.append((loc, f"unknown service {other!r}"))
+            named: list[tuple[Loc, str]] = [(("service",), flag.service)]
+            named += [(("also_affects", position), other) for position, other in enumerate(flag.also_affects)]
+            errors += [
+                (("feature_flags", index, *at), f"unknown service {n!r}") for at, n in named if n not in names
+            ]
         return errors
 
     def service(self, name: str) -> Service:

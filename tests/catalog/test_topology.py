@@ -280,3 +280,22 @@ def test_every_probe_checks_a_port_the_container_opens(topology: Topology) -> No
         for probe in (service.readiness, service.liveness):
             if probe is not None and probe.type != "exec":
                 assert probe.port in opened, service.name
+
+
+def test_a_flag_affecting_an_unknown_service_is_located(tmp_path: Path) -> None:
+    path = _copy_app(tmp_path, "astronomy-shop")
+    text = path.read_text().replace("also_affects: [kafka, fraud-detection]", "also_affects: [kafka, fraud]")
+    path.write_text(text)
+    with pytest.raises(CatalogError) as caught:
+        load_topology("astronomy-shop", root=tmp_path)
+    [problem] = caught.value.problems
+    assert problem.field.startswith("feature_flags.") and problem.field.endswith(".also_affects.1")
+    assert problem.value == "'fraud'"
+    assert problem.line is not None and "fraud]" in text.splitlines()[problem.line - 1]
+
+
+def test_a_topology_built_in_code_checks_its_references_too() -> None:
+    data = load_topology("online-boutique").model_dump(mode="json")
+    data["entry_point"] = "storefront"
+    with pytest.raises(ValueError, match="entry_point 'storefront' is not a service"):
+        Topology.model_validate(data)
