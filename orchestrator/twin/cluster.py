@@ -14,6 +14,7 @@ from typing import Any
 from orchestrator.catalog.topology import Node
 from orchestrator.twin.controllers import WorkloadControllers
 from orchestrator.twin.defaults import ServiceDefaults, deployment, pod, replicaset
+from orchestrator.twin.discovery import KUBERNETES_VERSION
 from orchestrator.twin.endpoints import ChaosStatusController, EndpointsController
 from orchestrator.twin.events import EventRecorder
 from orchestrator.twin.lifecycle import Kubelet
@@ -33,7 +34,6 @@ from orchestrator.twin.store import (
 )
 from orchestrator.twin.timefmt import rfc3339
 
-KUBERNETES_VERSION = "v1.31.4"
 # Node size of a kind worker on a laptop-class machine; the topology files name nodes and zones, not sizes.
 DEFAULT_NODE_CPU = "8"
 DEFAULT_NODE_MEMORY = "32Gi"

@@ -29,6 +29,7 @@ _NOT_COPIED = {
     MAX_REPLICAS,
 }
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
+_SETTLED = ("NewReplicaSetAvailable", "ProgressDeadlineExceeded")
 
 
 def controller_uid(obj: Obj) -> str | None:
@@ -107,6 +108,9 @@ class WorkloadControllers:
         self.store = store
         self.events = events
         self._seen_deletions = -1
+        self._reconciled = -1
+        self._status_synced = -1
+        self._in_progress = True  # some rollout may still reach its progress deadline as time passes
 
     # -- garbage collector ------------------------------------------------------------------------
     def collect_garbage(self, now: float, delete_pod: Any) -> None:
@@ -128,9 +132,12 @@ class WorkloadControllers:
 
     # -- deployments ------------------------------------------------------------------------------
     def reconcile_deployments(self, now: float) -> None:
+        if not self.store.changed_since(self._reconciled, DEPLOYMENTS, REPLICASETS):
+            return
         by_owner = _group_by_owner(self.store.values(REPLICASETS))
         for deployment in sorted(self.store.values(DEPLOYMENTS), key=_key):
             self._reconcile_deployment(deployment, by_owner.get(deployment["metadata"]["uid"], []), now)
+        self._reconciled = self.store.resource_version
 
     def _reconcile_deployment(self, deployment: Obj, owned: list[Obj], now: float) -> None:
         spec = deployment["spec"]
@@ -352,12 +359,22 @@ class WorkloadControllers:
         self.store.put(DEPLOYMENTS, {**current, "status": status})
 
     def update_deployment_status(self, now: float) -> None:
+        if not self._in_progress and not self.store.changed_since(
+            self._status_synced, DEPLOYMENTS, REPLICASETS
+        ):
+            return
         by_owner = _group_by_owner(self.store.values(REPLICASETS))
+        in_progress = False
         for deployment in sorted(self.store.values(DEPLOYMENTS), key=_key):
             owned = by_owner.get(deployment["metadata"]["uid"], [])
             status = self._deployment_status(deployment, owned, now)
             if status != deployment.get("status"):
                 self.store.put(DEPLOYMENTS, {**deployment, "status": status})
+            progressing = next((c for c in status["conditions"] if c["type"] == "Progressing"), None)
+            if progressing is not None and progressing.get("reason") not in _SETTLED:
+                in_progress = True
+        self._in_progress = in_progress
+        self._status_synced = self.store.resource_version
 
     def _deployment_status(self, deployment: Obj, owned: list[Obj], now: float) -> Obj:
         spec = deployment["spec"]

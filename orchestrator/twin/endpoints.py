@@ -44,8 +44,11 @@ def _address(pod: Obj) -> Obj:
 class EndpointsController:
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._synced = -1
 
     def sync(self, now: float) -> None:
+        if not self.store.changed_since(self._synced, PODS, SERVICES, ENDPOINTS):
+            return
         by_namespace: dict[str, list[Obj]] = {}
         for pod in self.store.values(PODS):
             if (pod.get("status") or {}).get("podIP") and not pod["metadata"].get("deletionTimestamp"):
@@ -65,6 +68,7 @@ class EndpointsController:
                 key=lambda p: tuple(int(x) for x in p["status"]["podIP"].split(".")),
             )
             self._write(service, pods, now)
+        self._synced = self.store.resource_version
 
     def _write(self, service: Obj, pods: list[Obj], now: float) -> None:
         meta = service["metadata"]

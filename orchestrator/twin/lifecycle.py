@@ -56,7 +56,10 @@ class PodTrack:
     node: str
     ip: str
     containers: dict[str, ContainerTrack] = field(default_factory=dict)
-    ready_changed: float = 0.0
+    # What the last status write was built from, and the pod version it produced: a step that changes
+    # neither skips rebuilding the status.
+    written: tuple[Any, ...] = ()
+    written_rv: str = ""
 
 
 class Kubelet:
@@ -244,7 +247,20 @@ class Kubelet:
                 self._try_start(pod, track, container, state, self.runtime.verdict(pod, container, now), now)
             else:
                 self._while_backing_off(pod, track, container, state)
-        self._write_status(pod, track, now)
+        signature = (
+            now >= track.scheduled_at + CREATE_DELAY_S,
+            tuple(
+                (c.state, c.last_state, c.ready, c.restarts, c.ever_started, c.image)
+                for c in track.containers.values()
+            ),
+        )
+        current = self.store.get(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if signature != track.written or current["metadata"]["resourceVersion"] != track.written_rv:
+            self._write_status(current, track, now)
+            track.written = signature
+            track.written_rv = self.store.get(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])[
+                "metadata"
+            ]["resourceVersion"]
 
     def _try_start(
         self,
@@ -459,8 +475,7 @@ class Kubelet:
         )
 
     # -- status -----------------------------------------------------------------------------------
-    def _write_status(self, pod: Obj, track: PodTrack, now: float) -> None:
-        current = self.store.get(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
+    def _write_status(self, current: Obj, track: PodTrack, now: float) -> None:
         old_status = current.get("status") or {}
         previous = {c["type"]: c for c in old_status.get("conditions") or []}
         created = now >= track.scheduled_at + CREATE_DELAY_S

@@ -47,8 +47,12 @@ class ReplicaSetController:
         self.store = store
         self.events = events
         self.delete_pod = delete_pod
+        self._reconciled = -1
+        self._status_synced = -1
 
     def reconcile(self, now: float) -> None:
+        if not self.store.changed_since(self._reconciled, PODS, REPLICASETS):
+            return
         by_owner = _group_by_owner(
             p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
         )
@@ -70,6 +74,7 @@ class ReplicaSetController:
                         component="replicaset-controller",
                         message=f"Deleted pod: {pod['metadata']['name']}",
                     )
+        self._reconciled = self.store.resource_version
 
     def _create_pod(self, rs: Obj, now: float) -> None:
         template = json.loads(json.dumps(rs["spec"]["template"]))
@@ -101,6 +106,9 @@ class ReplicaSetController:
         )
 
     def update_status(self, now: float) -> None:
+        waiting = any(r["spec"].get("minReadySeconds") for r in self.store.values(REPLICASETS))
+        if not waiting and not self.store.changed_since(self._status_synced, PODS, REPLICASETS):
+            return
         by_owner = _group_by_owner(
             p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
         )
@@ -119,3 +127,4 @@ class ReplicaSetController:
             status["observedGeneration"] = rs["metadata"].get("generation", 1)
             if status != rs.get("status"):
                 self.store.put(REPLICASETS, {**rs, "status": status})
+        self._status_synced = self.store.resource_version

@@ -72,6 +72,8 @@ class Store:
         # Admission defaulting per (group, plural): called with the new object and the stored one (if any).
         self.defaulters: dict[tuple[str, str], Callable[[Obj, Obj | None], None]] = {}
         self.deletions = 0
+        # resourceVersion of the last change per (group, plural): lets controllers skip quiet steps.
+        self.last_change: dict[tuple[str, str], int] = {}
 
     # -- identity ---------------------------------------------------------------------------------
     @property
@@ -126,6 +128,7 @@ class Store:
 
     def _record(self, kind: str, rtype: ResourceType, obj: Obj) -> None:
         self.changes.append(Change(self._rv, kind, rtype.group, rtype.plural, obj))
+        self.last_change[(rtype.group, rtype.plural)] = self._rv
 
     def _key(self, rtype: ResourceType, obj: Obj) -> Key:
         meta = obj["metadata"]
@@ -244,6 +247,10 @@ class Store:
         gone = {**old, "metadata": {**old["metadata"], "resourceVersion": self._bump()}}
         self._record("DELETED", rtype, gone)
         return gone
+
+    def changed_since(self, resource_version: int, *rtypes: ResourceType) -> bool:
+        """Whether any object of these types changed after ``resource_version``."""
+        return any(self.last_change.get((r.group, r.plural), 0) > resource_version for r in rtypes)
 
     def changes_since(self, resource_version: int) -> builtins.list[Change] | None:
         """Changes after ``resource_version``; None if they were compacted away (410 Gone)."""

@@ -1,0 +1,208 @@
+"""The twin's Kubernetes API server subset: discovery, CRUD, patch, watch, pods/log, scale, Table output.
+
+``build_app(cluster)`` returns a FastAPI app; the official Python client and kubectl talk to it unchanged.
+Every request runs under ``cluster.lock``, so it never sees a half-applied controller step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import yaml
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+
+from orchestrator.errors import ApiStatusError
+from orchestrator.twin import discovery
+from orchestrator.twin.cluster import Cluster
+from orchestrator.twin.handlers import Route, dispatch, parse_route
+from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
+from orchestrator.twin.store import Change
+
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+_YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "application/apply-patch+yaml")
+WATCH_POLL_S = 0.05
+DEFAULT_WATCH_TIMEOUT_S = 1800
+
+
+def status_body(error: ApiStatusError) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": error.message,
+        "reason": error.reason,
+        "code": error.code,
+    }
+    if error.details:
+        body["details"] = error.details
+    return body
+
+
+def status_response(error: ApiStatusError) -> JSONResponse:
+    return JSONResponse(status_body(error), status_code=error.code)
+
+
+def _not_found_path() -> ApiStatusError:
+    return ApiStatusError(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+        details={"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]},
+    )
+
+
+async def read_body(request: Request) -> tuple[Any, str]:
+    """The parsed request body and its media type; malformed JSON or YAML is a 400 as upstream."""
+    raw = await request.body()
+    media = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if not raw.strip():
+        return None, media
+    try:
+        if media in _YAML_TYPES:
+            return yaml.safe_load(raw), media
+        return json.loads(raw), media
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ApiStatusError(
+            400, "BadRequest", f"couldn't get version/kind; json parse error: {str(exc).splitlines()[0]}"
+        ) from exc
+
+
+def build_app(cluster: Cluster) -> FastAPI:
+    """The FastAPI app serving ``cluster`` over the Kubernetes REST conventions."""
+    app = FastAPI(title="marathon twin", openapi_url=None, docs_url=None, redoc_url=None)
+
+    @app.exception_handler(ApiStatusError)
+    async def _status_error(_request: Request, exc: ApiStatusError) -> JSONResponse:
+        return status_response(exc)
+
+    async def version(_request: Request) -> JSONResponse:
+        return JSONResponse(discovery.version())
+
+    async def healthz(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    async def core_root(_request: Request) -> JSONResponse:
+        return JSONResponse(discovery.api_versions())
+
+    async def groups_root(_request: Request) -> JSONResponse:
+        return JSONResponse(discovery.api_group_list())
+
+    async def group_root(request: Request) -> JSONResponse:
+        group = request.path_params["group"]
+        for name, group_version in discovery.groups():
+            if name == group:
+                return JSONResponse(discovery.api_group(name, group_version))
+        raise _not_found_path()
+
+    async def core(request: Request) -> Response:
+        return await _serve(cluster, request, "", "v1", request.path_params.get("rest", ""))
+
+    async def named(request: Request) -> Response:
+        params = request.path_params
+        return await _serve(cluster, request, params["group"], params["version"], params.get("rest", ""))
+
+    async def missing(_request: Request) -> Response:
+        raise _not_found_path()
+
+    app.add_api_route("/version", version, methods=["GET"])
+    for path in ("/healthz", "/livez", "/readyz"):
+        app.add_api_route(path, healthz, methods=["GET"])
+    app.add_api_route("/api", core_root, methods=["GET"])
+    app.add_api_route("/apis", groups_root, methods=["GET"])
+    app.add_api_route("/api/v1", core, methods=_METHODS)
+    app.add_api_route("/api/v1/{rest:path}", core, methods=_METHODS)
+    app.add_api_route("/apis/{group}", group_root, methods=["GET"])
+    app.add_api_route("/apis/{group}/{version}", named, methods=_METHODS)
+    app.add_api_route("/apis/{group}/{version}/{rest:path}", named, methods=_METHODS)
+    for path in ("/openapi/v2", "/openapi/v3", "/openapi/v3/{rest:path}"):
+        app.add_api_route(path, missing, methods=["GET"])
+    return app
+
+
+async def _serve(cluster: Cluster, request: Request, group: str, version: str, rest: str) -> Response:
+    segments = [s for s in rest.split("/") if s]
+    if not segments:
+        if request.method != "GET":
+            raise _not_found_path()
+        listing = discovery.resource_list(group, version)
+        if listing is None:
+            raise _not_found_path()
+        return JSONResponse(listing)
+    route = parse_route(group, version, segments)
+    if route is None:
+        raise _not_found_path()
+    query = request.query_params
+    if request.method == "GET" and query.get("watch") in ("true", "1") and route.name is None:
+        return _watch(cluster, request, route)
+    body, media = (None, "") if request.method == "GET" else await read_body(request)
+    with cluster.lock:
+        result = dispatch(
+            cluster, route, request.method, dict(query), body, media, accept=request.headers.get("accept", "")
+        )
+    if isinstance(result.body, str):
+        return PlainTextResponse(result.body, status_code=result.code)
+    return JSONResponse(result.body, status_code=result.code)
+
+
+def _watch(cluster: Cluster, request: Request, route: Route) -> StreamingResponse:
+    """Stream watch events: current objects (or changes since ``resourceVersion``), then live changes."""
+    query = request.query_params
+    rtype = route.rtype
+    labels = parse_label_selector(query.get("labelSelector"))
+    fields = parse_field_selector(query.get("fieldSelector"), kind=rtype.kind)
+    timeout = float(query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT_S)
+    since = query.get("resourceVersion")
+
+    def wanted(change: Change) -> bool:
+        if change.group != rtype.group or change.plural != rtype.plural:
+            return False
+        meta = change.obj["metadata"]
+        if route.namespace is not None and rtype.namespaced and meta.get("namespace") != route.namespace:
+            return False
+        return labels_match(labels, meta.get("labels")) and fields(change.obj)
+
+    def line(kind: str, obj: dict[str, Any]) -> bytes:
+        return (json.dumps({"type": kind, "object": obj}) + "\n").encode()
+
+    async def stream() -> AsyncIterator[bytes]:
+        with cluster.lock:
+            if since and since != "0":
+                start = int(since) if since.isdigit() else 0
+                backlog = cluster.store.changes_since(start)
+                if backlog is None:
+                    gone = ApiStatusError(
+                        410,
+                        "Expired",
+                        f"too old resource version: {start} ({cluster.store.resource_version})",
+                    )
+                    yield line("ERROR", status_body(gone))
+                    return
+                first = [line(c.type, c.obj) for c in backlog if wanted(c)]
+            else:
+                namespace = route.namespace if rtype.namespaced else None
+                first = [
+                    line("ADDED", o)
+                    for o in cluster.store.list(rtype, namespace, labels=labels, fields=fields)
+                ]
+            start = cluster.store.resource_version
+        for chunk in first:
+            yield chunk
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            if await request.is_disconnected():
+                return
+            with cluster.lock:
+                changes = cluster.store.changes_since(start) or []
+                start = cluster.store.resource_version
+            for change in changes:
+                if wanted(change):
+                    yield line(change.type, change.obj)
+            await asyncio.sleep(WATCH_POLL_S)
+
+    return StreamingResponse(stream(), media_type="application/json")

@@ -1,0 +1,433 @@
+"""What each API verb does to the store: the transport-free half of the twin's API server.
+
+``dispatch`` takes a parsed route, the method, query parameters and body, and returns the status code and
+body to send. It runs under ``cluster.lock`` and raises ``ApiStatusError`` for every refusal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.errors import ApiStatusError
+from orchestrator.twin.cluster import Cluster
+from orchestrator.twin.patching import json_patch, merge_patch, strategic_merge_patch
+from orchestrator.twin.resources import RESOURCE_TYPES, ResourceType, by_plural
+from orchestrator.twin.selectors import parse_field_selector, parse_label_selector
+from orchestrator.twin.store import NAMESPACES, PODS, Obj, conflict
+from orchestrator.twin.tables import table, wants_table
+from orchestrator.twin.timefmt import parse_rfc3339, rfc3339
+from orchestrator.twin.validation import Cause, invalid, raise_invalid, validate, validate_update
+
+_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+)
+
+
+@dataclass(frozen=True)
+class Route:
+    rtype: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    body: Obj | str
+
+
+def parse_route(group: str, version: str, segments: list[str]) -> Route | None:
+    """Map URL segments after the group version to (type, namespace, name, subresource); None if unknown."""
+    namespace: str | None = None
+    if len(segments) >= 3 and segments[0] == "namespaces":
+        candidate = by_plural(group, segments[2])
+        if candidate is not None and candidate.namespaced:
+            namespace, segments = segments[1], segments[2:]
+    rtype = by_plural(group, segments[0])
+    if rtype is None or rtype.version != version or len(segments) > 3:
+        return None
+    if rtype.namespaced and namespace is None and len(segments) > 1:
+        return None
+    name = segments[1] if len(segments) > 1 else None
+    sub = segments[2] if len(segments) > 2 else None
+    if sub is not None and sub not in rtype.subresources:
+        return None
+    return Route(rtype, namespace, name, sub)
+
+
+def _method_not_allowed(method: str) -> ApiStatusError:
+    return ApiStatusError(
+        405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})"
+    )
+
+
+def dispatch(
+    cluster: Cluster, route: Route, method: str, query: dict[str, str], body: Any, media: str, *, accept: str
+) -> Result:
+    if route.name is None:
+        if method == "GET":
+            return _list(cluster, route, query, accept)
+        if method == "POST":
+            return _create(cluster, route, body, dry_run="dryRun" in query)
+        if method == "DELETE":
+            return _delete_collection(cluster, route, query)
+        raise _method_not_allowed(method)
+    if route.subresource == "log":
+        if method != "GET":
+            raise _method_not_allowed(method)
+        return Result(200, _log(cluster, route, query))
+    if method == "GET":
+        obj = cluster.store.get(route.rtype, route.namespace or "", route.name)
+        if route.subresource == "scale":
+            return Result(200, scale_of(obj))
+        if wants_table(accept):
+            return Result(200, table(route.rtype, [obj], now=cluster.now, resource_version=_rv(cluster)))
+        return Result(200, obj)
+    if method == "PUT":
+        return _replace(cluster, route, body, dry_run="dryRun" in query)
+    if method == "PATCH":
+        return _patch(cluster, route, body, media, dry_run="dryRun" in query)
+    if method == "DELETE":
+        return _delete(cluster, route, query, body)
+    raise _method_not_allowed(method)
+
+
+def _rv(cluster: Cluster) -> str:
+    return str(cluster.store.resource_version)
+
+
+def _list(cluster: Cluster, route: Route, query: dict[str, str], accept: str) -> Result:
+    rtype = route.rtype
+    labels = parse_label_selector(query.get("labelSelector"))
+    fields = parse_field_selector(query.get("fieldSelector"), kind=rtype.kind)
+    namespace = route.namespace if rtype.namespaced else None
+    items = cluster.store.list(rtype, namespace, labels=labels, fields=fields)
+    if wants_table(accept):
+        return Result(200, table(rtype, items, now=cluster.now, resource_version=_rv(cluster)))
+    return Result(
+        200,
+        {
+            "kind": rtype.list_kind,
+            "apiVersion": rtype.api_version,
+            "metadata": {"resourceVersion": _rv(cluster)},
+            "items": items,
+        },
+    )
+
+
+def _require_object(rtype: ResourceType, body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f'{rtype.kind} in version "{rtype.version}" cannot be handled '
+            f"as a {rtype.kind}: the request body must be a JSON object",
+        )
+    kind, api_version = body.get("kind"), body.get("apiVersion")
+    if (kind is not None and kind != rtype.kind) or (
+        api_version is not None and api_version != rtype.api_version
+    ):
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f"the API version in the data ({api_version}) does not match the "
+            f"expected API version ({rtype.api_version})"
+            if api_version != rtype.api_version
+            else f"the kind in the data ({kind}) does not match the expected kind ({rtype.kind})",
+        )
+    return body
+
+
+def _guard(rtype: ResourceType, action: Any) -> Any:
+    """Shape errors deep in a body (a string where a list belongs) are a 400, as decoding fails upstream."""
+    try:
+        return action()
+    except ApiStatusError:
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: {exc}',
+        ) from exc
+
+
+def _create(cluster: Cluster, route: Route, body: Any, *, dry_run: bool) -> Result:
+    obj = _require_object(route.rtype, body)
+    if dry_run:
+        _guard(route.rtype, lambda: validate(route.rtype, obj))
+        return Result(201, obj)
+    created = _guard(route.rtype, lambda: cluster.store.create(route.rtype, obj, namespace=route.namespace))
+    return Result(201, created)
+
+
+def _check_identity(route: Route, obj: Obj) -> None:
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise ApiStatusError(400, "BadRequest", "metadata must be an object")
+    if meta.get("name") not in (None, route.name):
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL ({route.name})",
+        )
+    meta["name"] = route.name
+    if route.rtype.namespaced:
+        if meta.get("namespace") not in (None, route.namespace):
+            raise ApiStatusError(
+                400,
+                "BadRequest",
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )
+        meta["namespace"] = route.namespace
+
+
+def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool) -> Obj:
+    _check_identity(route, obj)
+    if route.subresource == "scale":
+        return _set_scale(cluster, route, obj, dry_run=dry_run)
+    if dry_run:
+        old = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
+
+        def check() -> None:
+            validate(route.rtype, obj)
+            validate_update(route.rtype, old, obj)
+
+        _guard(route.rtype, check)
+        return obj
+    sub = route.subresource or ""
+    stored: Obj = _guard(route.rtype, lambda: cluster.store.replace(route.rtype, obj, subresource=sub))
+    return stored
+
+
+def _replace(cluster: Cluster, route: Route, body: Any, *, dry_run: bool) -> Result:
+    if route.subresource == "scale":
+        if not isinstance(body, dict):
+            raise ApiStatusError(400, "BadRequest", 'Scale in version "v1" cannot be handled as a Scale')
+        return Result(200, _write(cluster, route, body, dry_run=dry_run))
+    obj = _require_object(route.rtype, body)
+    return Result(200, _write(cluster, route, obj, dry_run=dry_run))
+
+
+def _patch(cluster: Cluster, route: Route, body: Any, media: str, *, dry_run: bool) -> Result:
+    if media not in _PATCH_TYPES:
+        raise ApiStatusError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - "
+            f"accepted media types include: {', '.join(_PATCH_TYPES)}",
+        )
+    current = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
+    target = scale_of(current) if route.subresource == "scale" else current
+    if body is None:
+        raise ApiStatusError(400, "BadRequest", "the request body is empty")
+    if media == "application/json-patch+json":
+        patched = json_patch(target, body)
+    elif not isinstance(body, dict):
+        raise ApiStatusError(
+            400, "BadRequest", "json: cannot unmarshal array into Go value of type map[string]interface {}"
+        )
+    elif media == "application/strategic-merge-patch+json":
+        if route.rtype.group == "chaos-mesh.org":
+            raise ApiStatusError(
+                415,
+                "UnsupportedMediaType",
+                "strategic merge patch is not supported for "
+                "custom resources; use application/merge-patch+json",
+            )
+        patched = _guard(route.rtype, lambda: strategic_merge_patch(target, body))
+    else:
+        patched = merge_patch(target, body)
+    if not isinstance(patched, dict):
+        raise ApiStatusError(422, "Invalid", "the patched document is not an object")
+    meta = patched.get("metadata")
+    if isinstance(meta, dict) and meta.get("resourceVersion") == target["metadata"].get("resourceVersion"):
+        # A patch is unconditional unless it names a resourceVersion itself.
+        meta.pop("resourceVersion", None)
+    return Result(200, _write(cluster, route, patched, dry_run=dry_run))
+
+
+def scale_of(obj: Obj) -> Obj:
+    selector = (obj["spec"].get("selector") or {}).get("matchLabels") or {}
+    meta = obj["metadata"]
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": obj["spec"].get("replicas", 1)},
+        "status": {
+            "replicas": (obj.get("status") or {}).get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(selector.items())),
+        },
+    }
+
+
+def _set_scale(cluster: Cluster, route: Route, scale: Obj, *, dry_run: bool) -> Obj:
+    current = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
+    replicas = (scale.get("spec") or {}).get("replicas", 0)
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f'Scale in version "v1" cannot be handled as a Scale: json: '
+            f"cannot unmarshal {type(replicas).__name__} into Go struct field "
+            "ScaleSpec.spec.replicas of type int32",
+        )
+    causes: list[Cause] = []
+    if replicas < 0:
+        causes.append(invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
+    scale_type = ResourceType("autoscaling", "v1", "Scale", "scale")
+    raise_invalid(scale_type, route.name or "", causes)
+    given = (scale.get("metadata") or {}).get("resourceVersion")
+    if given and given != current["metadata"]["resourceVersion"]:
+        raise conflict(route.rtype, route.name or "")
+    if dry_run:
+        return {**scale_of(current), "spec": {"replicas": replicas}}
+    updated = {
+        **current,
+        "spec": {**current["spec"], "replicas": replicas},
+        "metadata": {k: v for k, v in current["metadata"].items() if k != "resourceVersion"},
+    }
+    return scale_of(cluster.store.replace(route.rtype, updated))
+
+
+def _success(route: Route, obj: Obj) -> Obj:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": obj["metadata"]["name"],
+            "group": route.rtype.group,
+            "kind": route.rtype.plural,
+            "uid": obj["metadata"].get("uid"),
+        },
+    }
+
+
+def _delete(cluster: Cluster, route: Route, query: dict[str, str], body: Any) -> Result:
+    rtype, namespace, name = route.rtype, route.namespace or "", route.name or ""
+    if route.subresource is not None:
+        raise _method_not_allowed("DELETE")
+    current = cluster.store.get(rtype, namespace, name)
+    preconditions = (body or {}).get("preconditions") if isinstance(body, dict) else None
+    if preconditions and preconditions.get("uid") not in (None, current["metadata"].get("uid")):
+        raise ApiStatusError(
+            409,
+            "Conflict",
+            f"Precondition failed: UID in precondition: {preconditions['uid']}, "
+            f"UID in object meta: {current['metadata'].get('uid')}",
+        )
+    if "dryRun" in query:
+        return Result(200, current)
+    if rtype is PODS:
+        # The pod is gone at once: a frozen (stepped) world must not leave `kubectl delete` waiting.
+        cluster.kubelet.delete_pod(current, cluster.now, immediately=True)
+        grace = int(current["spec"].get("terminationGracePeriodSeconds", 30))
+        meta = {
+            **current["metadata"],
+            "deletionTimestamp": rfc3339(cluster.now + grace),
+            "deletionGracePeriodSeconds": grace,
+        }
+        return Result(200, {**current, "metadata": meta})
+    if rtype is NAMESPACES:
+        for other in [r for r in RESOURCE_TYPES if r.namespaced]:
+            for obj in cluster.store.list(other, name):
+                if other is PODS:
+                    cluster.kubelet.delete_pod(obj, cluster.now, immediately=True)
+                else:
+                    cluster.store.delete(other, name, obj["metadata"]["name"])
+    gone = cluster.store.delete(rtype, namespace, name)
+    if rtype.group == "chaos-mesh.org":
+        return Result(200, gone)
+    return Result(200, _success(route, gone))
+
+
+def _delete_collection(cluster: Cluster, route: Route, query: dict[str, str]) -> Result:
+    rtype = route.rtype
+    if "deletecollection" not in rtype.verbs:
+        raise _method_not_allowed("DELETE")
+    labels = parse_label_selector(query.get("labelSelector"))
+    fields = parse_field_selector(query.get("fieldSelector"), kind=rtype.kind)
+    namespace = route.namespace if rtype.namespaced else None
+    for obj in cluster.store.list(rtype, namespace, labels=labels, fields=fields):
+        meta = obj["metadata"]
+        if rtype is PODS:
+            cluster.kubelet.delete_pod(obj, cluster.now, immediately=True)
+        else:
+            cluster.store.delete(rtype, meta.get("namespace", ""), meta["name"])
+    return Result(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
+
+
+def _log(cluster: Cluster, route: Route, query: dict[str, str]) -> str:
+    pod = cluster.store.get(PODS, route.namespace or "", route.name or "")
+    containers = [c["name"] for c in pod["spec"].get("containers") or []]
+    container = query.get("container")
+    if not container:
+        if len(containers) != 1:
+            raise ApiStatusError(
+                400,
+                "BadRequest",
+                f"a container name must be specified for pod "
+                f"{route.name}, choose one of: [{' '.join(containers)}]",
+            )
+        container = containers[0]
+    if container not in containers:
+        raise ApiStatusError(400, "BadRequest", f"container {container} is not valid for pod {route.name}")
+    previous = query.get("previous") in ("true", "1")
+    since: float | None = None
+    if query.get("sinceSeconds"):
+        since = cluster.now - _positive(query["sinceSeconds"], "sinceSeconds")
+    elif query.get("sinceTime"):
+        since = parse_rfc3339(query["sinceTime"])
+    tail = int(_positive(query["tailLines"], "tailLines")) if query.get("tailLines") else None
+    text = cluster.logbook.render(
+        namespace=route.namespace or "",
+        pod=route.name or "",
+        container=container,
+        previous=previous,
+        since=since,
+        tail_lines=tail,
+        timestamps=query.get("timestamps") in ("true", "1"),
+    )
+    if text is None:
+        if previous:
+            raise ApiStatusError(
+                400,
+                "BadRequest",
+                f'previous terminated container "{container}" in pod "{route.name}" not found',
+            )
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        state = next((s.get("state") for s in statuses if s.get("name") == container), None) or {}
+        reason = (state.get("waiting") or {}).get("reason", "ContainerCreating")
+        raise ApiStatusError(
+            400, "BadRequest", f'container "{container}" in pod "{route.name}" is waiting to start: {reason}'
+        )
+    return text
+
+
+def _positive(value: str, name: str) -> float:
+    try:
+        number = float(value)
+    except ValueError as exc:
+        raise ApiStatusError(400, "BadRequest", f"{name}: invalid value {value!r}") from exc
+    if number < 0:
+        raise raise_invalid_log(name, value)
+    return number
+
+
+def raise_invalid_log(name: str, value: str) -> ApiStatusError:
+    return ApiStatusError(
+        422,
+        "Invalid",
+        f'PodLogOptions "" is invalid: {name}: Invalid value: {value}: must be greater than or equal to 0',
+    )
