@@ -19,6 +19,21 @@ _CONTENT_TYPES = {
     "json": "application/json-patch+json",
 }
 CHAOS_GROUP = "chaos-mesh.org"
+# kind -> (API attribute, method suffix, namespaced): verbs resolve to ``<verb>_[namespaced_]<suffix>``.
+_API_OF_KIND: dict[str, tuple[str, str, bool]] = {
+    "Pod": ("core", "pod", True),
+    "Service": ("core", "service", True),
+    "Endpoints": ("core", "endpoints", True),
+    "ConfigMap": ("core", "config_map", True),
+    "Secret": ("core", "secret", True),
+    "Event": ("core", "event", True),
+    "Node": ("core", "node", False),
+    "Namespace": ("core", "namespace", False),
+    "Deployment": ("apps", "deployment", True),
+    "DeploymentScale": ("apps", "deployment_scale", True),
+    "ReplicaSet": ("apps", "replica_set", True),
+    "StatefulSet": ("apps", "stateful_set", True),
+}
 CHAOS_VERSION = "v1alpha1"
 
 
@@ -69,14 +84,76 @@ class KubeClient:
             raise ClusterError(f"{what}: cannot reach the API server: {exc}") from exc
 
     def read(self, ref: ObjectRef) -> Json:
-        readers = {
-            "Deployment": self.apps.read_namespaced_deployment,
-            "Service": self.core.read_namespaced_service,
-            "ConfigMap": self.core.read_namespaced_config_map,
-        }
-        obj = self._json(self._call(f"read {ref}", readers[ref.kind], ref.name, ref.namespace))
+        obj = self._json(self._call(f"read {ref}", self._method("read", ref.kind), *self._where(ref)))
         obj.setdefault("kind", ref.kind)
         return obj
+
+    def _method(self, verb: str, kind: str) -> Any:
+        if kind not in _API_OF_KIND:
+            raise ClusterError(
+                f"{verb} {kind}: unsupported kind; supported: {', '.join(sorted(_API_OF_KIND))}"
+            )
+        api, suffix, namespaced = _API_OF_KIND[kind]
+        scope = "namespaced_" if namespaced else ""
+        return getattr(getattr(self, api), f"{verb}_{scope}{suffix}")
+
+    @staticmethod
+    def _where(ref: ObjectRef) -> tuple[str, ...]:
+        return (ref.name, ref.namespace) if _API_OF_KIND[ref.kind][2] else (ref.name,)
+
+    def list_objects(self, kind: str, *, namespace: str | None = None, selector: str = "") -> list[Json]:
+        """Every ``kind`` object in ``namespace`` (cluster-scoped kinds ignore it) matching ``selector``."""
+        namespaced = _API_OF_KIND.get(kind, ("", "", False))[2]
+        args = (namespace,) if namespaced else ()
+        where = f"list {kind} in {namespace}" if namespaced else f"list {kind}"
+        found = self._call(where, self._method("list", kind), *args, label_selector=selector)
+        items = [self._json(item) for item in found.items]
+        for item in items:
+            item.setdefault("kind", kind)
+        return items
+
+    def create(self, kind: str, *, namespace: str, body: Json) -> Json:
+        name = body.get("metadata", {}).get("name", "?")
+        ref = ObjectRef(kind, namespace, name)
+        obj = self._json(self._call(f"create {ref}", self._method("create", kind), namespace, body))
+        obj.setdefault("kind", kind)
+        return obj
+
+    def delete(self, ref: ObjectRef) -> None:
+        self._call(f"delete {ref}", self._method("delete", ref.kind), *self._where(ref))
+
+    def scale(self, ref: ObjectRef, replicas: int) -> Json:
+        """Set ``replicas`` through the scale subresource, as ``kubectl scale`` does."""
+        body = {"spec": {"replicas": replicas}}
+        scaled: Json = self._json(
+            self._call(
+                f"scale {ref}", self._method("patch", ref.kind + "Scale"), ref.name, ref.namespace, body
+            )
+        )
+        return scaled
+
+    def read_log(
+        self,
+        *,
+        namespace: str,
+        pod: str,
+        container: str | None = None,
+        tail: int | None = None,
+        since_s: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        options: dict[str, Any] = {"previous": previous, "timestamps": True}
+        if container is not None:
+            options["container"] = container
+        if tail is not None:
+            options["tail_lines"] = tail
+        if since_s is not None:
+            options["since_seconds"] = since_s
+        ref = ObjectRef("Pod", namespace, pod)
+        text = self._call(
+            f"read the log of {ref}", self.core.read_namespaced_pod_log, pod, namespace, **options
+        )
+        return str(text)
 
     def patch(self, ref: ObjectRef, patch: Patch) -> Json:
         patchers = {
