@@ -262,3 +262,16 @@ def test_a_file_that_is_not_a_list_of_faults_is_reported(project: Project) -> No
 def test_an_unknown_app_names_the_known_ones(project: Project) -> None:
     with pytest.raises(CatalogError, match="known apps: online-boutique, train-ticket, astronomy-shop"):
         load_catalog("pet-store", root=project(a=_good_entries()))
+
+
+def test_broken_yaml_is_reported_with_its_line_beside_the_other_files_problems(project: Project) -> None:
+    entries = _good_entries()
+    entries[0]["category"] = "nonsense"
+    root = project(a=entries)
+    (root / "fault_catalog" / "online-boutique" / "b.yaml").write_text("faults:\n  - id: [unclosed\n")
+    problems = _problems(root)
+    assert [(Path(p.file).name, p.field) for p in problems] == [
+        ("a.yaml", "faults.0.category"),
+        ("b.yaml", ""),
+    ]
+    assert problems[1].line == 3 and "not valid YAML" in problems[1].message
