@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -47,22 +49,14 @@ class RuleModel(BaseModel):
 
 
 class RuleGroupModel(BaseModel):
-    """One rule group as written in a rule file."""
+    """One rule group as written in a rule file; its rules are validated one by one."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
     interval: str | None = None
     limit: int | None = None
-    rules: list[RuleModel]
-
-
-class RuleFileModel(BaseModel):
-    """A whole Prometheus rule file."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    groups: list[RuleGroupModel]
+    rules: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -132,44 +126,47 @@ def _read_rule_file(path: Path, raw: bytes, problems: list[Problem]) -> list[Ale
     where = str(path)
     try:
         data = yaml.safe_load(raw)
+        lines = _line_index(yaml.compose(raw))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problems.append(Problem(where, line, "", "", f"is not valid YAML: {exc}"))
         return []
-    try:
-        parsed = RuleFileModel.model_validate(data)
-    except ValidationError as exc:
-        for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"])
-            problems.append(Problem(where, None, field, repr(error.get("input"))[:80], error["msg"]))
+
+    def report(loc: tuple[str | int, ...], value: object, message: str) -> None:
+        field = ".".join(map(str, loc))
+        line = next((lines[loc[:cut]] for cut in range(len(loc), -1, -1) if loc[:cut] in lines), None)
+        problems.append(Problem(where, line, field, "" if value is None else str(value)[:80], message))
+
+    if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
+        report(("groups",), None, "a rule file is a mapping with a list of groups")
         return []
     rules: list[AlertRule] = []
-    for g, group in enumerate(parsed.groups):
-        interval = _duration(group.interval, where, f"groups.{g}.interval", problems)
-        for r, rule in enumerate(group.rules):
-            field = f"groups.{g}.rules.{r}"
-            if rule.alert is None:
-                problems.append(
-                    Problem(
-                        where, None, f"{field}.record", str(rule.record), "only alerting rules are supported"
-                    )
-                )
+    for g, raw_group in enumerate(data["groups"]):
+        group = _validated(RuleGroupModel, raw_group, ("groups", g), report)
+        if group is None:
+            continue
+        interval = _duration(group.interval, ("groups", g, "interval"), report)
+        for r, raw_rule in enumerate(group.rules):
+            loc = ("groups", g, "rules", r)
+            rule = _validated(RuleModel, raw_rule, loc, report)
+            if rule is None:
                 continue
-            for key, text in [*rule.labels.items(), *rule.annotations.items()]:
-                for message in template_problems(text):
-                    problems.append(Problem(where, None, f"{field} ({rule.alert}).{key}", text[:80], message))
+            if rule.alert is None:
+                report((*loc, "record"), rule.record, "only alerting rules are supported")
+                continue
+            for kind, templates in (("labels", rule.labels), ("annotations", rule.annotations)):
+                for key, text in templates.items():
+                    for message in template_problems(text):
+                        report((*loc, kind, key), text, f"{rule.alert}: {message}")
             rules.append(
                 AlertRule(
                     name=rule.alert,
                     group=group.name,
                     expr=rule.expr,
                     interval=interval or DEFAULT_EVALUATION_INTERVAL,
-                    for_seconds=_duration(rule.for_, where, f"{field}.for", problems) or 0.0,
-                    keep_firing_for=_duration(
-                        rule.keep_firing_for, where, f"{field}.keep_firing_for", problems
-                    )
-                    or 0.0,
+                    for_seconds=_duration(rule.for_, (*loc, "for"), report) or 0.0,
+                    keep_firing_for=_duration(rule.keep_firing_for, (*loc, "keep_firing_for"), report) or 0.0,
                     labels=tuple(sorted(rule.labels.items())),
                     annotations=tuple(sorted(rule.annotations.items())),
                     source=path.name,
@@ -178,11 +175,40 @@ def _read_rule_file(path: Path, raw: bytes, problems: list[Problem]) -> list[Ale
     return rules
 
 
-def _duration(text: str | None, where: str, field: str, problems: list[Problem]) -> float | None:
+Loc = tuple[str | int, ...]
+Reporter = Callable[[Loc, object, str], None]
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated(model: type[M], raw: object, loc: Loc, report: Reporter) -> M | None:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        for error in exc.errors():
+            report((*loc, *error["loc"]), error.get("input"), error["msg"])
+        return None
+
+
+def _line_index(node: yaml.Node | None, loc: Loc = (), lines: dict[Loc, int] | None = None) -> dict[Loc, int]:
+    """The 1-based line where the value at each path starts, so problems can name it."""
+    index: dict[Loc, int] = {} if lines is None else lines
+    if node is None:
+        return index
+    index[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _line_index(value, (*loc, str(key.value)), index)
+    elif isinstance(node, yaml.SequenceNode):
+        for position, item in enumerate(node.value):
+            _line_index(item, (*loc, position), index)
+    return index
+
+
+def _duration(text: str | None, loc: Loc, report: Reporter) -> float | None:
     if text is None:
         return None
     try:
         return parse_duration(text)
     except ValueError as exc:
-        problems.append(Problem(where, None, field, text, str(exc)))
+        report(loc, text, str(exc))
         return None
