@@ -262,7 +262,10 @@ def _entry_problems(error: ValidationError, document: Document, index: int) -> l
         parts = [part for part in item["loc"] if isinstance(part, str | int)]
         if parts and parts[0] in _TAGS:
             parts = parts[1:]
-        message = item["msg"]
+        message = item["msg"].removeprefix("Value error, ")
+        if not parts and message.startswith("artifact"):
+            # The entry-level check of artifact kind against mechanism is about the artifact field.
+            parts = ["artifact"]
         if item["type"] == "missing":
             message = "required field is missing"
         elif item["type"] == "extra_forbidden":

@@ -275,3 +275,13 @@ def test_broken_yaml_is_reported_with_its_line_beside_the_other_files_problems(p
         ("b.yaml", ""),
     ]
     assert problems[1].line == 3 and "not valid YAML" in problems[1].message
+
+
+def test_an_artifact_kind_that_does_not_fit_the_mechanism_is_reported_on_the_artifact(
+    project: Project,
+) -> None:
+    entries = _good_entries()
+    entries[1]["artifact"] = "pod:cartservice"
+    (problem,) = _problems(project(a=entries))
+    assert (problem.field, problem.value) == ("faults.1.artifact", "'pod:cartservice'")
+    assert problem.message.startswith("artifact kind 'pod' does not fit a config fault")
