@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.score.commands",
     "orchestrator.cluster.commands",
     "orchestrator.twin.commands",
+    "orchestrator.telemetry.commands",
 )
 
 
