@@ -29,8 +29,13 @@ def _labels(**values: str) -> Labels:
 @lru_cache(maxsize=65536)
 def _span_labels(namespace: str, key: tuple[str, str, str, str]) -> tuple[Labels, tuple[Labels, ...]]:
     service, span, kind, status = key
-    base = {"namespace": namespace, "service_name": service, "span_name": span, "span_kind": kind,
-            "status_code": status}
+    base = {
+        "namespace": namespace,
+        "service_name": service,
+        "span_name": span,
+        "span_kind": kind,
+        "status_code": status,
+    }
     return _labels(**base), tuple(_labels(**base, le=le) for le in _LE)
 
 

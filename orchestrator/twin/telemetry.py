@@ -52,8 +52,8 @@ class Telemetry:
         self.keep_samples = keep_samples
         self.samples: list[str] = []
         self._digest = hashlib.sha256()
-        self._buffer: dict[tuple[str, Labels], tuple[list[float], list[int]]] = {}
-        self._last: set[tuple[str, Labels]] = set()
+        self._scrapes: list[tuple[int, list[tuple[str, Labels]], list[float]]] = []
+        self._last_keys: list[tuple[str, Labels]] = []
         self._writer: RemoteWriter | None = None
         self.scrapes = 0
         self.pushed_samples = 0
@@ -75,37 +75,38 @@ class Telemetry:
     def scrape(self, now: float, samples: Iterable[Sample]) -> None:
         """Record one sample per series at ``now``; series gone since the last scrape go stale."""
         ts = timestamp_ms(now)
-        seen: set[tuple[str, Labels]] = set()
-        lines: list[str] = []
+        keys: list[tuple[str, Labels]] = []
+        values: list[float] = []
         for name, labels, value in samples:
-            key = (name, labels)
-            if key in seen:
-                continue
-            seen.add(key)
-            self._add(key, value, ts)
-            lines.append(_format(name, labels, value, ts))
-        for key in sorted(self._last - seen):
-            self._add(key, STALE_NAN, ts)
-            lines.append(_format(key[0], key[1], STALE_NAN, ts))
-        self._last = seen
-        block = "\n".join(lines) + "\n"
-        self._digest.update(block.encode())
+            keys.append((name, labels))
+            values.append(value)
+        if keys != self._last_keys:
+            gone = sorted(set(self._last_keys) - set(keys))
+            self._last_keys = list(keys)
+            keys.extend(gone)
+            values.extend(STALE_NAN for _ in gone)
+            self._digest.update("\n".join(_series(n, labels) for n, labels in keys).encode())
+        self._digest.update(struct.pack(f"<q{len(values)}d", ts, *values))
+        self._scrapes.append((ts, keys, values))
         if self.keep_samples:
-            self.samples.extend(lines)
+            self.samples.extend(
+                _format(n, labels, v, ts) for (n, labels), v in zip(keys, values, strict=True)
+            )
         self.scrapes += 1
-
-    def _add(self, key: tuple[str, Labels], value: float, ts: int) -> None:
-        found = self._buffer.get(key)
-        if found is None:
-            found = self._buffer[key] = ([], [])
-        found[0].append(value)
-        found[1].append(ts)
 
     def flush(self) -> None:
         """Send everything buffered; without a remote-write URL the buffer is simply dropped."""
-        buffered, self._buffer = self._buffer, {}
-        if self._writer is None or not buffered:
+        scrapes, self._scrapes = self._scrapes, []
+        if self._writer is None or not scrapes:
             return
+        buffered: dict[tuple[str, Labels], tuple[list[float], list[int]]] = {}
+        for ts, keys, values in scrapes:
+            for key, value in zip(keys, values, strict=True):
+                found = buffered.get(key)
+                if found is None:
+                    found = buffered[key] = ([], [])
+                found[0].append(value)
+                found[1].append(ts)
         items = [
             {"metric": {"__name__": name, **dict(labels)}, "values": values, "timestamps": stamps}
             for (name, labels), (values, stamps) in sorted(buffered.items())

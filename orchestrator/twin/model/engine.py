@@ -20,12 +20,13 @@ from orchestrator.twin.model.logging import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.spans import Span, SpanMetrics, TraceBook
 from orchestrator.twin.model.state import PodView, Snapshot, endpoints
-from orchestrator.twin.model.symptoms import MIB, Reach, reach, start_failure
+from orchestrator.twin.model.symptoms import MIB, Reach, TopologyIndex, reach, start_failure
 from orchestrator.twin.model.traffic import OVERLOAD_UTILISATION, PodCtx, StepTraffic, make_trace
 
-# Requests played one by one per route and step; above it each played request stands for several.
-MAX_PLAYED_PER_ROUTE = 120
-TRACE_EVERY = 10
+# Requests played one by one per step, over all routes and flows; above it each played request stands for
+# several (counters then grow by the weight), which bounds a step's cost whatever the request rate.
+PLAY_BUDGET = 48
+TRACE_EVERY = 5
 IDLE_CORES = 0.002
 LOADGEN_CALLER = Service(name="external-client", language="Python", image="external")
 
@@ -67,6 +68,11 @@ def calls_per_root(calls: tuple[Call, ...], into: dict[str, float], factor: floa
         calls_per_root(call.calls, into, here)
 
 
+def _played(n: int, scale: float) -> int:
+    """How many of ``n`` requests to play one by one: all of them under the budget, else a share (>= 1)."""
+    return 0 if n == 0 else max(1, math.ceil(n * scale))
+
+
 def _ready(shot: Snapshot, name: str) -> list[PodView]:
     """The pods serving a service: its Service's endpoints, or its ready pods when it has no Service."""
     if name in shot.services:
@@ -88,6 +94,10 @@ class AppModel:
         self.registry = registry
         self.step_seconds = step_seconds
         self.services = {s.name: s for s in topology.services}
+        self.index = TopologyIndex(topology)
+        self.callers: dict[str, set[str]] = {}
+        for caller, callee, _critical in topology.edges():
+            self.callers.setdefault(callee, set()).add(caller)
         self.rng = derive(seed, "twin.traffic")
         self.workload_rng = derive(seed, "twin.workload")
         self.trace_rng = derive(seed, "twin.traces")
@@ -215,8 +225,14 @@ class AppModel:
     def _reach_fn(self, shot: Snapshot) -> Callable[[Service, PodCtx | None, str], Reach]:
         def reach_of(caller: Service, pod: PodCtx | None, callee: str) -> Reach:
             view = pod.view if pod is not None else None
-            return reach(topology=self.topology, shot=shot, effects=self.effects, caller=caller,
-                         caller_pod=view, callee=callee)
+            return reach(
+                index=self.index,
+                shot=shot,
+                effects=self.effects,
+                caller=caller,
+                caller_pod=view,
+                callee=callee,
+            )
 
         return reach_of
 
@@ -251,8 +267,9 @@ class AppModel:
             log=self.logger.call_failed,
         )
         start = now - self.step_seconds
+        scale = min(1.0, PLAY_BUDGET / max(1, sum(counts) + sum(flows)))
         for (_route, root), n in zip(self.routes, counts, strict=True):
-            played = min(n, MAX_PLAYED_PER_ROUTE)
+            played = _played(n, scale)
             if played == 0:
                 continue
             traffic.weight = n / played
@@ -266,9 +283,10 @@ class AppModel:
         for flow, n in zip(self.topology.background, flows, strict=True):
             workers = serving.get(flow.service) or []
             service = self.services[flow.service]
-            for i in range(min(n, MAX_PLAYED_PER_ROUTE) if workers else 0):
-                traffic.weight = n / min(n, MAX_PLAYED_PER_ROUTE)
-                offset_ms = (start + self.step_seconds * (i + 0.5) / min(n, MAX_PLAYED_PER_ROUTE)) * 1000.0
+            played = _played(n, scale) if workers else 0
+            for i in range(played):
+                traffic.weight = n / played
+                offset_ms = (start + self.step_seconds * (i + 0.5) / played) * 1000.0
                 for call in flow.calls:
                     traffic.call(
                         workers[i % len(workers)], service, call, start_ms=offset_ms, parent=None, trace=None
@@ -297,7 +315,7 @@ class AppModel:
             rps = sum(c.rps for c in ctxs)
             stats.commands += rps * dt
             stats.command_seconds += rps * dt * service.model.base_latency_ms / 1000.0
-            callers = {caller for caller, callee, _ in self.topology.edges() if callee == name}
+            callers = self.callers.get(name, set())
             stats.clients = sum(len(shot.pods.get(c, [])) for c in callers) if ctxs else 0
             used = [self.usage.get((c.name, service.container_name)) for c in ctxs]
             stats.memory = sum(u.working_set for u in used if u is not None)

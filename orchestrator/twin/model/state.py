@@ -122,6 +122,7 @@ class Snapshot:
     chaos: list[ChaosObject] = field(default_factory=list)
     version: str = ""  # resourceVersions of the configmaps and secrets the env was resolved from
     _endpoints: dict[str, list[PodView]] = field(default_factory=dict)
+    _by_label: dict[tuple[str, str], list[PodView]] = field(default_factory=dict)
 
     def all_pods(self) -> Iterable[PodView]:
         for name in sorted(self.pods):
@@ -238,8 +239,15 @@ class ViewCache:
     def __init__(self) -> None:
         self._views: dict[str, tuple[tuple[str, str], PodView]] = {}
 
-    def view(self, pod: Obj, *, workload: str, version: str, secrets: Mapping[str, Mapping[str, str]],
-             configmaps: Mapping[str, Mapping[str, str]]) -> PodView:
+    def view(
+        self,
+        pod: Obj,
+        *,
+        workload: str,
+        version: str,
+        secrets: Mapping[str, Mapping[str, str]],
+        configmaps: Mapping[str, Mapping[str, str]],
+    ) -> PodView:
         meta = pod["metadata"]
         key = (str(meta.get("resourceVersion", "")) + "/" + workload, version)
         uid = str(meta.get("uid", meta["name"]))
@@ -288,10 +296,15 @@ def snapshot(
         shot.replicas[name] = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
         selectors.append((name, dict((spec.get("selector") or {}).get("matchLabels") or {})))
         shot.pods[name] = []
+    index: dict[tuple[str, str], list[tuple[str, dict[str, str]]]] = {}
+    for name, sel in selectors:
+        if sel:
+            index.setdefault(min(sel.items()), []).append((name, sel))
     version = ",".join(str(o["metadata"].get("resourceVersion", "")) for o in (*configmaps, *secrets))
     for pod in pods:
         labels = pod["metadata"].get("labels") or {}
-        owner = next((name for name, sel in selectors if _matches(sel, labels)), None)
+        candidates = (n for item in labels.items() for n, sel in index.get(item, ()) if _matches(sel, labels))
+        owner = next(candidates, None)
         if owner is None:
             continue
         if cache is not None:
@@ -340,12 +353,16 @@ def endpoints(shot: Snapshot, service: str) -> list[PodView]:
     view = shot.services.get(service)
     if view is None:
         return []
-    found = [
-        p
-        for pods in shot.pods.values()
-        for p in pods
-        if p.ready and not p.deleting and _matches(view.selector, p.labels)
-    ]
+    if not view.selector:
+        return []
+    if not shot._by_label:
+        for pods in shot.pods.values():
+            for pod in pods:
+                if pod.ready and not pod.deleting:
+                    for item in pod.labels.items():
+                        shot._by_label.setdefault(item, []).append(pod)
+    candidates = shot._by_label.get(min(view.selector.items()), [])
+    found = [p for p in candidates if _matches(view.selector, p.labels)]
     found.sort(key=lambda p: p.name)
     shot._endpoints[service] = found
     return found

@@ -45,12 +45,20 @@ def service_ip(shot: Snapshot, name: str) -> str:
     return f"10.96.{code % 250 + 1}.{(code // 250) % 250 + 1}"
 
 
-def address_var(topology: Topology, caller: Service, callee: str) -> tuple[str, str] | None:
-    """The (env var, expected value) by which ``caller`` finds ``callee``, if the topology names one."""
-    for var, target in sorted(topology.address_targets(caller.name).items()):
-        if target == callee:
-            return var, caller.address_env[var]
-    return None
+class TopologyIndex:
+    """What ``reach`` asks of the topology on every call, computed once: address vars and host names."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.addresses: dict[tuple[str, str], tuple[str, str]] = {}
+        for service in topology.services:
+            for var, target in sorted(topology.address_targets(service.name).items()):
+                self.addresses.setdefault((service.name, target), (var, service.address_env[var]))
+        self.hosts = {alias: s.name for s in topology.services for alias in (s.name, *s.aliases)}
+
+    def address_var(self, caller: str, callee: str) -> tuple[str, str] | None:
+        """The (env var, expected value) by which ``caller`` finds ``callee``, if the topology names one."""
+        return self.addresses.get((caller, callee))
 
 
 def _host_port(value: str) -> tuple[str, str] | None:
@@ -76,7 +84,7 @@ def _target_port_ok(shot: Snapshot, callee: str, port: str, pods: list[PodView])
 
 def reach(
     *,
-    topology: Topology,
+    index: TopologyIndex,
     shot: Snapshot,
     effects: Effects,
     caller: Service,
@@ -84,7 +92,7 @@ def reach(
     callee: str,
 ) -> Reach:
     """How calls from ``caller_pod`` to ``callee`` fare at the network level (no side effects)."""
-    found = address_var(topology, caller, callee)
+    found = index.address_var(caller.name, callee)
     host, port = callee, ""
     var: str | None = None
     wrong_secret = False
@@ -109,13 +117,13 @@ def reach(
     if not port and shot.services[target].ports:
         port = str(shot.services[target].ports[0][0])
     pods = endpoints(shot, target)
-    if topology.resolve_host(target) != callee:
+    if index.hosts.get(target) != callee:
         # The address names another Service: its server does not implement the callee's methods.
         cause = "upstream_error" if pods and _service_port_ok(shot, target, port) else "connection_refused"
         return Reach(cause, host, port, ip, var)
     if not _service_port_ok(shot, target, port) or not pods or not _target_port_ok(shot, target, port, pods):
         return Reach("connection_refused", host, port, ip, var)
-    callee_service = topology.service(callee)
+    callee_service = index.topology.service(callee)
     if caller_pod is not None and callee_service.kind in (ServiceKind.DATASTORE, ServiceKind.QUEUE):
         if wrong_secret:
             return Reach("auth_failed", host, port, ip, var)
