@@ -75,7 +75,7 @@ class RuleEvaluationError(ValueError):
 
 
 def step(
-    rule: AlertRule, state: RuleState, vector: Sequence[Sample], *, at: float
+    rule: AlertRule, state: RuleState, *, vector: Sequence[Sample], at: float
 ) -> tuple[RuleState, list[Transition]]:
     """Evaluate ``rule`` at time ``at`` given the vector its expression returned (no side effects).
 
@@ -128,9 +128,11 @@ def _expand(rule: AlertRule, sample: Sample) -> tuple[LabelSet, LabelSet]:
     try:
         labels = dict(series)
         for name, template in rule.labels:
-            labels[name] = render(template, series, sample.value)
+            labels[name] = render(template, labels=series, value=sample.value)
         labels["alertname"] = rule.name
-        annotations = tuple(sorted((k, render(t, series, sample.value)) for k, t in rule.annotations))
+        annotations = tuple(
+            sorted((k, render(t, labels=series, value=sample.value)) for k, t in rule.annotations)
+        )
     except TemplateError as exc:
         raise RuleEvaluationError(f"rule {rule.name}: {exc}") from exc
     # Prometheus drops labels whose expanded value is empty.
@@ -158,7 +160,7 @@ class AlertRecord(BaseModel):
     value: float | None
 
 
-def alert_id(rule: str, labels: LabelSet, starts_at: float) -> str:
+def alert_id(rule: str, labels: LabelSet, *, starts_at: float) -> str:
     """A stable id: hash of the rule name, the sorted labels and the firing start (no side effects)."""
     payload = json.dumps([rule, sorted(labels), f"{starts_at:.3f}"], separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -171,7 +173,7 @@ def record_of(transition: Transition) -> AlertRecord | None:
         return None
     value = alert.value if math.isfinite(alert.value) else None
     return AlertRecord(
-        id=alert_id(transition.rule, alert.labels, alert.fired_at),
+        id=alert_id(transition.rule, alert.labels, starts_at=alert.fired_at),
         rule=transition.rule,
         state="firing" if transition.kind == "firing" else "resolved",
         labels=dict(alert.labels),
@@ -181,3 +183,12 @@ def record_of(transition: Transition) -> AlertRecord | None:
         ends_at=transition.at if transition.kind == "resolved" else None,
         value=value,
     )
+
+
+def latest_records(history: Sequence[AlertRecord]) -> list[AlertRecord]:
+    """The last record of each alert in an append-only history, in the order the alerts first appeared:
+    what an agent's alert view shows (no side effects)."""
+    latest: dict[str, AlertRecord] = {}
+    for record in history:
+        latest[record.id] = record
+    return list(latest.values())

@@ -106,7 +106,7 @@ class AlertEvaluator:
                 continue
             for at, vector in zip(times, vectors_by_time(answer, times), strict=True):
                 try:
-                    self._states[i], transitions = step(rule, self._states[i], vector, at=at)
+                    self._states[i], transitions = step(rule, self._states[i], vector=vector, at=at)
                 except RuleEvaluationError as exc:
                     self.failures.append(RuleFailure(rule.name, rule.group, at, str(exc)))
                     continue

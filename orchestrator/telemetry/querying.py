@@ -6,7 +6,6 @@ arguments, and every library or HTTP failure becomes a ``TelemetryError`` naming
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -137,8 +136,3 @@ def _number(text: Any, query: str) -> float:
         return float(text)  # Prometheus writes NaN, +Inf and -Inf as float() reads them
     except (TypeError, ValueError) as exc:
         raise TelemetryError(f"query {query!r}: value {text!r} is not a number") from exc
-
-
-def finite(value: float) -> float | None:
-    """``value``, or None when Prometheus answered NaN or an infinity."""
-    return value if math.isfinite(value) else None

@@ -111,7 +111,7 @@ def load_rule_pack(directory: Path | None = None) -> RulePack:
     for path in paths:
         raw = path.read_bytes()
         digest.update(path.name.encode() + b"\0" + raw + b"\0")
-        rules.extend(_read_rule_file(path, raw, problems))
+        rules.extend(_read_rule_file(path, raw, problems=problems))
     if problems:
         raise ConfigError(f"rule pack {root} is invalid", problems)
     return RulePack(
@@ -122,7 +122,7 @@ def load_rule_pack(directory: Path | None = None) -> RulePack:
     )
 
 
-def _read_rule_file(path: Path, raw: bytes, problems: list[Problem]) -> list[AlertRule]:
+def _read_rule_file(path: Path, raw: bytes, *, problems: list[Problem]) -> list[AlertRule]:
     where = str(path)
     try:
         data = yaml.safe_load(raw)
@@ -143,13 +143,13 @@ def _read_rule_file(path: Path, raw: bytes, problems: list[Problem]) -> list[Ale
         return []
     rules: list[AlertRule] = []
     for g, raw_group in enumerate(data["groups"]):
-        group = _validated(RuleGroupModel, raw_group, ("groups", g), report)
+        group = _validated(RuleGroupModel, raw_group, loc=("groups", g), report=report)
         if group is None:
             continue
-        interval = _duration(group.interval, ("groups", g, "interval"), report)
+        interval = _duration(group.interval, ("groups", g, "interval"), report=report)
         for r, raw_rule in enumerate(group.rules):
             loc = ("groups", g, "rules", r)
-            rule = _validated(RuleModel, raw_rule, loc, report)
+            rule = _validated(RuleModel, raw_rule, loc=loc, report=report)
             if rule is None:
                 continue
             if rule.alert is None:
@@ -165,8 +165,9 @@ def _read_rule_file(path: Path, raw: bytes, problems: list[Problem]) -> list[Ale
                     group=group.name,
                     expr=rule.expr,
                     interval=interval or DEFAULT_EVALUATION_INTERVAL,
-                    for_seconds=_duration(rule.for_, (*loc, "for"), report) or 0.0,
-                    keep_firing_for=_duration(rule.keep_firing_for, (*loc, "keep_firing_for"), report) or 0.0,
+                    for_seconds=_duration(rule.for_, (*loc, "for"), report=report) or 0.0,
+                    keep_firing_for=_duration(rule.keep_firing_for, (*loc, "keep_firing_for"), report=report)
+                    or 0.0,
                     labels=tuple(sorted(rule.labels.items())),
                     annotations=tuple(sorted(rule.annotations.items())),
                     source=path.name,
@@ -180,7 +181,7 @@ Reporter = Callable[[Loc, object, str], None]
 M = TypeVar("M", bound=BaseModel)
 
 
-def _validated(model: type[M], raw: object, loc: Loc, report: Reporter) -> M | None:
+def _validated(model: type[M], raw: object, *, loc: Loc, report: Reporter) -> M | None:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
@@ -189,7 +190,9 @@ def _validated(model: type[M], raw: object, loc: Loc, report: Reporter) -> M | N
         return None
 
 
-def _line_index(node: yaml.Node | None, loc: Loc = (), lines: dict[Loc, int] | None = None) -> dict[Loc, int]:
+def _line_index(
+    node: yaml.Node | None, *, loc: Loc = (), lines: dict[Loc, int] | None = None
+) -> dict[Loc, int]:
     """The 1-based line where the value at each path starts, so problems can name it."""
     index: dict[Loc, int] = {} if lines is None else lines
     if node is None:
@@ -197,14 +200,14 @@ def _line_index(node: yaml.Node | None, loc: Loc = (), lines: dict[Loc, int] | N
     index[loc] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            _line_index(value, (*loc, str(key.value)), index)
+            _line_index(value, loc=(*loc, str(key.value)), lines=index)
     elif isinstance(node, yaml.SequenceNode):
         for position, item in enumerate(node.value):
-            _line_index(item, (*loc, position), index)
+            _line_index(item, loc=(*loc, position), lines=index)
     return index
 
 
-def _duration(text: str | None, loc: Loc, report: Reporter) -> float | None:
+def _duration(text: str | None, loc: Loc, *, report: Reporter) -> float | None:
     if text is None:
         return None
     try:

@@ -28,20 +28,20 @@ class TemplateError(ValueError):
 def template_problems(template: str) -> list[str]:
     """Why ``template`` cannot be rendered faithfully; empty when it can (no side effects)."""
     try:
-        render(template, {}, 0.0)
+        render(template, labels={}, value=0.0)
     except TemplateError as exc:
         return [str(exc)]
     return []
 
 
-def render(template: str, labels: Mapping[str, str], value: float) -> str:
+def render(template: str, *, labels: Mapping[str, str], value: float) -> str:
     """Expand ``template`` for one alert as Prometheus' text/template expansion does (no side effects)."""
     out: list[str] = []
     position = 0
     for match in _ACTION.finditer(template):
         literal = template[position : match.start()]
         out.append(literal.rstrip() if match.group(1) else literal)
-        out.append(_action(match.group(2).strip(), labels, value))
+        out.append(_action(match.group(2).strip(), labels=labels, value=value))
         position = match.end()
         if match.group(3):
             rest = template[position:]
@@ -53,14 +53,14 @@ def render(template: str, labels: Mapping[str, str], value: float) -> str:
     return "".join(out)
 
 
-def _action(text: str, labels: Mapping[str, str], value: float) -> str:
+def _action(text: str, *, labels: Mapping[str, str], value: float) -> str:
     printf = _PRINTF.match(text)
     if printf is not None:
-        return _printf(_unquote(printf.group(1)), _operand(printf.group(2), labels, value))
+        return _printf(_unquote(printf.group(1)), _operand(printf.group(2), labels=labels, value=value))
     pipeline = _PIPELINE.match(text)
     if pipeline is None:
         raise TemplateError(f"unsupported template action {{{{ {text} }}}}")
-    result: str | float = _operand(pipeline.group(1), labels, value)
+    result: str | float = _operand(pipeline.group(1), labels=labels, value=value)
     for name in re.findall(r"[A-Za-z]+", pipeline.group(2)):
         if name not in _FUNCTIONS:
             raise TemplateError(f"unsupported template function {name!r} in {{{{ {text} }}}}")
@@ -70,7 +70,7 @@ def _action(text: str, labels: Mapping[str, str], value: float) -> str:
     return result if isinstance(result, str) else go_float(result)
 
 
-def _operand(text: str, labels: Mapping[str, str], value: float) -> str | float:
+def _operand(text: str, *, labels: Mapping[str, str], value: float) -> str | float:
     if text == "$value":
         return value
     if text.startswith("$labels."):

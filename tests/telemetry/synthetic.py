@@ -98,14 +98,14 @@ def generate(
     out: dict[Key, list[tuple[float, float]]] = {}
     for k in range(int(minutes * 60 / step) + 1):
         t = origin + k * step
-        for key, value in _sample(rng, counters, t - origin, step, faults):
+        for key, value in _sample(rng, counters, offset=t - origin, step=step, faults=faults):
             out.setdefault(key, []).append((t, value))
-        for key, value in _infrastructure(rng, counters, step):
+        for key, value in _infrastructure(rng, counters, step=step):
             out.setdefault(key, []).append((t, value))
     return out
 
 
-def _infrastructure(rng: random.Random, counters: _Counters, step: float) -> Iterator[tuple[Key, float]]:
+def _infrastructure(rng: random.Random, counters: _Counters, *, step: float) -> Iterator[tuple[Key, float]]:
     redis = {"service": "redis-cart"}
     yield _key("redis_up", **redis), 1.0
     yield _key("redis_connected_clients", **redis), 2.0
@@ -127,7 +127,7 @@ def _infrastructure(rng: random.Random, counters: _Counters, step: float) -> Ite
 
 
 def _sample(
-    rng: random.Random, counters: _Counters, offset: float, step: float, faults: tuple[Fault, ...]
+    rng: random.Random, counters: _Counters, *, offset: float, step: float, faults: tuple[Fault, ...]
 ) -> Iterator[tuple[Key, float]]:
     active = {f.service: f for f in faults if f.start <= offset < f.end}
     for service, (span, rate, median) in SERVICES.items():
@@ -157,11 +157,11 @@ def _sample(
                 counters.add(_key("traces_span_metrics_duration_milliseconds_sum", **labels), sum(latencies)),
             ),
         )
-        yield from _kubernetes(rng, counters, service, step, fault, offset)
+        yield from _kubernetes(rng, counters, service=service, step=step, fault=fault, offset=offset)
 
 
 def _kubernetes(
-    rng: random.Random, counters: _Counters, service: str, step: float, fault: Fault | None, offset: float
+    rng: random.Random, counters: _Counters, *, service: str, step: float, fault: Fault | None, offset: float
 ) -> Iterator[tuple[Key, float]]:
     pod = pod_name(service)
     container = {"pod": pod, "container": "server"}

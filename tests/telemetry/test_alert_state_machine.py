@@ -13,6 +13,7 @@ from orchestrator.telemetry.alerts import (
     Sample,
     Transition,
     alert_id,
+    latest_records,
     record_of,
     step,
 )
@@ -47,7 +48,7 @@ def run(r: AlertRule, vectors: Sequence[tuple[float, list[Sample]]]) -> tuple[Ru
     state = RuleState()
     seen: list[Transition] = []
     for at, vector in vectors:
-        state, transitions = step(r, state, vector, at=at)
+        state, transitions = step(r, state, vector=vector, at=at)
         seen.extend(transitions)
     return state, seen
 
@@ -150,11 +151,28 @@ def test_annotations_follow_the_latest_value_while_labels_stay() -> None:
 def test_two_series_with_the_same_labels_after_templating_are_an_error() -> None:
     r = rule(labels={"pod": "fixed"})
     with pytest.raises(RuleEvaluationError, match="same labelset"):
-        step(r, RuleState(), [sample(pod="a"), sample(pod="b")], at=0)
+        step(r, RuleState(), vector=[sample(pod="a"), sample(pod="b")], at=0)
 
 
 def test_alert_ids_depend_on_rule_labels_and_start_only() -> None:
     labels = (("alertname", "Broken"), ("pod", "a"))
-    assert alert_id("Broken", labels, 10.0) == alert_id("Broken", tuple(reversed(labels)), 10.0)
-    assert alert_id("Broken", labels, 10.0) != alert_id("Broken", labels, 25.0)
-    assert alert_id("Broken", labels, 10.0) != alert_id("Other", labels, 10.0)
+    assert alert_id("Broken", labels, starts_at=10.0) == alert_id(
+        "Broken", tuple(reversed(labels)), starts_at=10.0
+    )
+    assert alert_id("Broken", labels, starts_at=10.0) != alert_id("Broken", labels, starts_at=25.0)
+    assert alert_id("Broken", labels, starts_at=10.0) != alert_id("Other", labels, starts_at=10.0)
+
+
+def test_the_latest_record_of_each_alert_replaces_its_earlier_ones() -> None:
+    vectors = [(0, [sample(pod="a")]), (15, [sample(pod="a"), sample(pod="b")]), (30, [sample(pod="b")])]
+    _, seen = run(rule(), vectors)
+    history = [r for t in seen if (r := record_of(t)) is not None]
+    assert [(r.labels["pod"], r.state) for r in history] == [
+        ("a", "firing"),
+        ("b", "firing"),
+        ("a", "resolved"),
+    ]
+    assert [(r.labels["pod"], r.state) for r in latest_records(history)] == [
+        ("a", "resolved"),
+        ("b", "firing"),
+    ]

@@ -80,13 +80,13 @@ def test_rendering_matches_promtool_for_every_supported_form(tmp_path: Path) -> 
     got = dict(re.findall(r'k="(\d+)".*?\n\s*Annotations:\{a="(.*?)"\}', out))
     assert len(got) == len(VALUES), out
     for i, value in enumerate(VALUES):
-        expected = render(TEMPLATE, {"k": str(i)}, float(value)).replace('"', '\\"')
+        expected = render(TEMPLATE, labels={"k": str(i)}, value=float(value)).replace('"', '\\"')
         assert got[str(i)] == expected, value
 
 
 @pytest.mark.parametrize("value", [0.05, 0.3333333333, 1.0])
 def test_percentages_keep_four_significant_digits(value: float) -> None:
     assert (
-        render("{{ $value | humanizePercentage }}", {}, value)
+        render("{{ $value | humanizePercentage }}", labels={}, value=value)
         == {0.05: "5%", 0.3333333333: "33.33%", 1.0: "100%"}[value]
     )

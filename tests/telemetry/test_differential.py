@@ -43,7 +43,7 @@ groups:
         labels: {severity: warning}
         annotations: {summary: "{{ $labels.name }}"}
 """
-LEAD = 3.0  # seconds between pushing and the scenario's start: Prometheus evaluates a few empty rounds first
+LEAD = 4.0  # seconds between pushing and the scenario's start: Prometheus evaluates a few empty rounds first
 LENGTH = 20.0
 INTERVAL = 1.0
 
@@ -156,6 +156,9 @@ def test_the_evaluator_reports_what_prometheus_rule_manager_reports(tmp_path: Pa
                 labels("diff_metric", name="b"): steps(start, end + 10, 0.5, lambda t: metric_b(t - start)),
             },
         )
+        if time.time() > start - 0.5:
+            # Prometheus may already have evaluated the scenario's first seconds without its samples.
+            pytest.skip(f"the machine stalled for more than {LEAD} s while the scenario was being written")
         time.sleep(max(0.0, end + 1.0 - time.time()))
         wait_for_evaluation(server, past=end, timeout=60)
         expected = prometheus_episodes(server, start=start, end=end)
