@@ -21,7 +21,7 @@ CHECKOUT_ERRORS = (
     'span_kind="SPAN_KIND_SERVER", span_name="POST /cart/checkout"}}[{w}]))'
 )
 HOME_P99 = (
-    'histogram_quantile(0.99, sum by (le) (rate(traces_span_metrics_duration_milliseconds_bucket{{'
+    "histogram_quantile(0.99, sum by (le) (rate(traces_span_metrics_duration_milliseconds_bucket{{"
     'namespace="online-boutique", service_name="frontend", span_kind="SPAN_KIND_SERVER", span_name="GET /"}}'
     "[{w}])))"
 )
@@ -37,16 +37,30 @@ def prometheus(tmp: Path) -> Iterator[PrometheusServer]:
         server.stop()
 
 
-def served(tmp: Path, *, app: str = OB, seed: int = 11, remote_write_url: str | None = None,
-           keep_samples: bool = False) -> RunningTwin:
-    return start_twin(app, seed=seed, kubeconfig=tmp / "kubeconfig", remote_write_url=remote_write_url,
-                      keep_samples=keep_samples)
+def served(
+    tmp: Path,
+    *,
+    app: str = OB,
+    seed: int = 11,
+    remote_write_url: str | None = None,
+    keep_samples: bool = False,
+) -> RunningTwin:
+    return start_twin(
+        app,
+        seed=seed,
+        kubeconfig=tmp / "kubeconfig",
+        remote_write_url=remote_write_url,
+        keep_samples=keep_samples,
+    )
 
 
 def query(server: PrometheusServer, promql: str, *, at: float) -> float:
     """The single value of ``promql`` at simulated time ``at`` (NaN when the result is empty)."""
-    response = httpx.get(f"{server.url}/api/v1/query",
-                         params={"query": promql, "time": f"{EPOCH.timestamp() + at:.3f}"}, timeout=30)
+    response = httpx.get(
+        f"{server.url}/api/v1/query",
+        params={"query": promql, "time": f"{EPOCH.timestamp() + at:.3f}"},
+        timeout=30,
+    )
     response.raise_for_status()
     result = response.json()["data"]["result"]
     if not result:
