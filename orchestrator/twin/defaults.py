@@ -38,6 +38,9 @@ def _container(container: Obj) -> None:
                 ("failureThreshold", 3),
             ):
                 probe.setdefault(key, value)
+            grpc = probe.get("grpc")
+            if isinstance(grpc, dict):
+                grpc.setdefault("service", "")  # kubectl describe dereferences it
             http = probe.get("httpGet")
             if isinstance(http, dict):
                 http.setdefault("scheme", "HTTP")

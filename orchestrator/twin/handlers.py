@@ -386,7 +386,7 @@ def _log(cluster: Cluster, route: Route, query: dict[str, str]) -> str:
     previous = query.get("previous") in ("true", "1")
     since: float | None = None
     if query.get("sinceSeconds"):
-        since = cluster.now - _positive(query["sinceSeconds"], "sinceSeconds")
+        since = cluster.now - _positive(query["sinceSeconds"], "sinceSeconds", minimum=1)
     elif query.get("sinceTime"):
         since = parse_rfc3339(query["sinceTime"])
     tail = int(_positive(query["tailLines"], "tailLines")) if query.get("tailLines") else None
@@ -415,19 +415,14 @@ def _log(cluster: Cluster, route: Route, query: dict[str, str]) -> str:
     return text
 
 
-def _positive(value: str, name: str) -> float:
+def _positive(value: str, name: str, *, minimum: int = 0) -> float:
     try:
         number = float(value)
     except ValueError as exc:
         raise ApiStatusError(400, "BadRequest", f"{name}: invalid value {value!r}") from exc
-    if number < 0:
-        raise raise_invalid_log(name, value)
+    if number < minimum:
+        bound = "greater than 0" if minimum == 1 else "greater than or equal to 0"
+        raise ApiStatusError(
+            422, "Invalid", f'PodLogOptions "" is invalid: {name}: Invalid value: {value}: must be {bound}'
+        )
     return number
-
-
-def raise_invalid_log(name: str, value: str) -> ApiStatusError:
-    return ApiStatusError(
-        422,
-        "Invalid",
-        f'PodLogOptions "" is invalid: {name}: Invalid value: {value}: must be greater than or equal to 0',
-    )

@@ -153,6 +153,7 @@ class Store:
         else:
             meta.pop("namespace", None)
         obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+        prune_nulls(obj)
         self._default(rtype, obj, None)
         validate(rtype, obj)
         key = self._key(rtype, obj)
@@ -196,6 +197,7 @@ class Store:
         if given_rv and given_rv != old["metadata"]["resourceVersion"]:
             raise conflict(rtype, meta["name"])
         obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+        prune_nulls(obj)
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(field, None)  # only a delete starts a deletion
         has_status = "status" in rtype.subresources
@@ -259,6 +261,19 @@ class Store:
         if not self.changes or self.changes[0].resource_version > resource_version + 1:
             return None
         return [c for c in self.changes if c.resource_version > resource_version]
+
+
+def prune_nulls(value: Any) -> None:
+    """Drop null fields in place, as decoding into Go structs does (``creationTimestamp: null`` in a
+    template sent back by ``kubectl rollout undo`` must not make it differ from the stored one)."""
+    if isinstance(value, dict):
+        for key in [k for k, v in value.items() if v is None]:
+            del value[key]
+        for item in value.values():
+            prune_nulls(item)
+    elif isinstance(value, list):
+        for item in value:
+            prune_nulls(item)
 
 
 def _spec_of(obj: Obj) -> Any:

@@ -1,0 +1,143 @@
+"""Helpers of the twin API tests: a small shop, a runtime with scripted outcomes, a live server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from orchestrator.catalog.topology import Node
+from orchestrator.twin.api import build_app
+from orchestrator.twin.cluster import Cluster
+from orchestrator.twin.kubeconfig import write_kubeconfig
+from orchestrator.twin.runtime_protocol import ContainerVerdict
+
+NAMESPACE = "shop"
+NODES = (
+    Node(name="worker-a1", zone="zone-a"),
+    Node(name="worker-a2", zone="zone-a"),
+    Node(name="worker-b1", zone="zone-b"),
+)
+GOOD_IMAGES = {"shop/frontend:1.0", "shop/frontend:1.1", "shop/cart:1.0", "redis:7.2", "shop/cart:1.1"}
+
+
+@dataclass
+class ScriptedRuntime:
+    """Healthy unless told otherwise: unknown images fail to pull; images can crash, OOM or be unready."""
+
+    known: set[str] = field(default_factory=lambda: set(GOOD_IMAGES))
+    crashing: set[str] = field(default_factory=set)
+    oom: set[str] = field(default_factory=set)
+    unready: set[str] = field(default_factory=set)
+    too_big: set[str] = field(default_factory=set)
+    calls: int = 0
+
+    def verdict(self, pod: dict[str, Any], container: dict[str, Any], now: float) -> ContainerVerdict:
+        self.calls += 1
+        image = container["image"]
+        if image in self.oom:
+            return ContainerVerdict(exit_reason="OOMKilled", exit_message="java.lang.OutOfMemoryError")
+        return ContainerVerdict(
+            image_known=image in self.known,
+            starts=image not in self.crashing,
+            exit_reason="Error" if image in self.crashing else None,
+            exit_message="panic: cannot connect to redis" if image in self.crashing else None,
+            ready=image not in self.unready,
+            schedulable=image not in self.too_big,
+        )
+
+
+def deployment(
+    name: str, *, image: str, replicas: int = 1, probe: bool = True, **spec: Any
+) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "server",
+        "image": image,
+        "ports": [{"name": "http", "containerPort": 8080}],
+        "env": [{"name": "PORT", "value": "8080"}, {"name": "CART_ADDR", "value": "cart:7070"}],
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "64Mi"},
+            "limits": {"cpu": "200m", "memory": "128Mi"},
+        },
+    }
+    if probe:
+        container["readinessProbe"] = {
+            "httpGet": {"path": "/healthz", "port": 8080},
+            "initialDelaySeconds": 5,
+        }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}},
+            **spec,
+        },
+    }
+
+
+def service(name: str, port: int = 80) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": port, "targetPort": "http"}]},
+    }
+
+
+def shop_manifests() -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        deployment("frontend", image="shop/frontend:1.0", replicas=2),
+        service("frontend"),
+        deployment("cart", image="shop/cart:1.0"),
+        service("cart", 7070),
+        deployment("redis", image="redis:7.2", probe=False),
+        service("redis", 6379),
+    ]
+
+
+def run(cluster: Cluster, seconds: float, *, step: float = 5.0) -> None:
+    """Advance the cluster by ``seconds`` of simulated time in fixed steps."""
+    end = cluster.now + seconds
+    while cluster.now + 1e-9 < end:
+        cluster.step(cluster.now + step)
+
+
+@dataclass
+class LiveServer:
+    url: str
+    kubeconfig: Path
+    cluster: Cluster
+
+
+@contextmanager
+def serving(cluster: Cluster, tmp_path: Path) -> Iterator[LiveServer]:
+    """The cluster's API on a free 127.0.0.1 port, served by uvicorn in a thread while the block runs."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(build_app(cluster), log_level="warning", timeout_graceful_shutdown=1)
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not uv.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    url = f"http://127.0.0.1:{port}"
+    path = write_kubeconfig(tmp_path / "kubeconfig", server=url, namespace=NAMESPACE)
+    try:
+        yield LiveServer(url=url, kubeconfig=path, cluster=cluster)
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
