@@ -1,0 +1,197 @@
+"""The argument models of the agent tools: what each tool accepts, validated before the policy sees it.
+
+Every model forbids unknown fields, so a misspelt argument is an error the agent can read, never a silent
+default. Times are schedule seconds (the clock of alert times); durations are seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from orchestrator.catalog.faults import Artifact
+
+_NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+Name = Annotated[str, Field(min_length=1, max_length=253, pattern=_NAME)]
+Kind = Literal[
+    "pods", "deployments", "replicasets", "services", "endpoints", "configmaps", "secrets", "nodes",
+    "namespaces",
+]  # fmt: skip
+PortName = Annotated[str, Field(pattern=r"^[a-z0-9-]{1,15}$")]
+PortNumber = Annotated[int, Field(ge=1, le=65535)]
+Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")]
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ReadArgs(Args):
+    namespace: Name | None = Field(default=None, description="defaults to the application's namespace")
+
+
+class GetAlerts(ReadArgs):
+    status: Literal["firing", "resolved", "all"] = "all"
+    service: str | None = None
+    rule: str | None = None
+    since_s: float | None = Field(default=None, ge=0, description="only alerts active in the last since_s")
+
+
+class QueryMetrics(ReadArgs):
+    query: str = Field(min_length=1, max_length=4000)
+    start_s: float | None = Field(default=None, description="schedule seconds; with end_s: a range query")
+    end_s: float | None = None
+    step_s: float = Field(default=30.0, ge=1.0, le=3600.0)
+
+
+class GetLogs(ReadArgs):
+    service: Name | None = None
+    pod: Name | None = None
+    since_s: int = Field(default=300, ge=1, le=86_400)
+    grep: str | None = Field(
+        default=None, max_length=200, description="a regular expression (case-insensitive)"
+    )
+    tail: int = Field(default=200, ge=1, le=2000)
+    previous: bool = False
+
+    @field_validator("grep")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"grep {value!r} is not a regular expression: {exc}") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> GetLogs:
+        if (self.service is None) == (self.pod is None):
+            raise ValueError("name exactly one of service or pod")
+        return self
+
+
+class GetTraces(ReadArgs):
+    service: Name
+    since_s: int = Field(default=300, ge=1, le=86_400)
+    errors_only: bool = False
+    limit: int = Field(default=20, ge=1, le=100)
+
+
+class GetTopology(Args):
+    pass
+
+
+class GetResources(ReadArgs):
+    kind: Kind
+    name: Name | None = None
+
+
+class Describe(ReadArgs):
+    kind: Kind
+    name: Name
+
+
+class GetEvents(ReadArgs):
+    name: str | None = Field(default=None, description="only events of objects whose name starts with this")
+    since_s: int = Field(default=600, ge=1, le=86_400)
+
+
+class ServiceArgs(ReadArgs):
+    service: Name
+
+
+class GetRolloutHistory(ServiceArgs):
+    pass
+
+
+class GetConfig(ServiceArgs):
+    pass
+
+
+class ListSource(ServiceArgs):
+    pass
+
+
+class ReadSource(ServiceArgs):
+    path: str = Field(min_length=1, max_length=400)
+
+
+class GetFeatureFlags(ReadArgs):
+    pass
+
+
+class IncidentReportArgs(Args):
+    incident_id: str = Field(min_length=1, max_length=120)
+    alert_ids: list[str] = Field(default_factory=list, max_length=200)
+    culprit_services: list[Name] = Field(default_factory=list, max_length=50)
+    artifact: str = Field(description="KIND or KIND:REFERENCE, e.g. release:cartservice@v1.2 or config")
+    status: Literal["open", "mitigated", "resolved"] = "open"
+    notes: str = Field(default="", max_length=4000)
+
+    @field_validator("artifact")
+    @classmethod
+    def _artifact_parses(cls, value: str) -> str:
+        return str(Artifact.parse(value))
+
+
+class MutateArgs(Args):
+    incident_id: str = Field(min_length=1, max_length=120)
+
+
+class ServiceMutation(MutateArgs):
+    service: Name
+
+
+class RestartService(ServiceMutation):
+    pass
+
+
+class ScaleService(ServiceMutation):
+    replicas: int
+
+
+class RollbackService(ServiceMutation):
+    to_revision: int | None = Field(default=None, ge=1)
+
+
+class ResourceQuantities(Args):
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+
+class ResourceChange(Args):
+    limits: ResourceQuantities | None = None
+    requests: ResourceQuantities | None = None
+
+
+class UpdateConfig(ServiceMutation):
+    env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str | None] | None = None
+    resources: ResourceChange | None = None
+    ports: dict[PortName, PortNumber] | None = None
+
+
+class SetFeatureFlag(MutateArgs):
+    flag: str = Field(min_length=1, max_length=120)
+    variant: str = Field(min_length=1, max_length=120)
+
+
+class DeleteResource(MutateArgs):
+    kind: Literal["pod", "deployment", "namespace", "service", "configmap", "secret", "replicaset", "node"]
+    name: Name
+    namespace: Name | None = None
+
+
+class ProposePatch(ServiceMutation):
+    path: str = Field(min_length=1, max_length=400)
+    diff: str = Field(min_length=1, max_length=100_000, description="a unified diff of the file")
+
+
+class BuildServiceImage(ServiceMutation):
+    patch_id: str = Field(min_length=1, max_length=120)
+
+
+class SubmitPatch(ServiceMutation):
+    image: str = Field(min_length=1, max_length=400)
