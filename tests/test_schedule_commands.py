@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from orchestrator.catalog.loading import load_catalog
 from orchestrator.cli import main
 from orchestrator.schedule import ScheduleParams, concurrency, plan_schedule, schedule_to_record
 from orchestrator.schedule_commands import clock, report, seed_argument
@@ -88,3 +89,30 @@ def test_the_json_report_carries_schedule_concurrency_and_published_figures() ->
     assert record["schedule"] == json.loads(json.dumps(schedule_to_record(schedule)))
     assert record["concurrency"]["peak_run"] <= 8
     assert record["published"] == {"average": 5.8, "peak": 10}
+
+
+def test_marathon_schedule_prints_the_online_boutique_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schedule", "--app", "online-boutique", "--seed", "42"]) == 0
+    out = capsys.readouterr().out
+    catalog = load_catalog("online-boutique")
+    schedule = plan_schedule(app="online-boutique", entries=catalog.entries, seed=42)
+    assert out.startswith(f"schedule {schedule.content_hash[:12]} for online-boutique, seed 42\n")
+    last_words = [line.split()[-1] for line in out.splitlines() if line.strip()]
+    listed = [word for word in last_words if word in catalog.by_id]
+    assert listed == [a.entry_id for a in schedule.activations]
+    assert "published, online-boutique" in out
+
+
+def test_marathon_schedule_json_is_byte_stable_and_follows_the_seed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    outputs = []
+    for seed, faults in (("42", "10"), ("42", "10"), ("43", "10")):
+        assert (
+            main(["schedule", "--app", "online-boutique", "--seed", seed, "--faults", faults, "--json"]) == 0
+        )
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] != outputs[2]
+    record = json.loads(outputs[0])
+    assert record["schedule"]["seed"] == 42 and record["schedule"]["params"]["fault_count"] == 10
+    assert len(record["schedule"]["activations"]) == 10
