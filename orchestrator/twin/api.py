@@ -21,6 +21,7 @@ from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.handlers import Route, dispatch, parse_route
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
 from orchestrator.twin.store import Change
+from orchestrator.twin.tables import table, wants_table
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "application/apply-patch+yaml")
@@ -119,8 +120,19 @@ def build_app(cluster: Cluster) -> FastAPI:
     app.add_api_route("/apis/{group}", group_root, methods=["GET"])
     app.add_api_route("/apis/{group}/{version}", named, methods=_METHODS)
     app.add_api_route("/apis/{group}/{version}/{rest:path}", named, methods=_METHODS)
-    for path in ("/openapi/v2", "/openapi/v3", "/openapi/v3/{rest:path}"):
-        app.add_api_route(path, missing, methods=["GET"])
+
+    async def openapi_index(_request: Request) -> JSONResponse:
+        return JSONResponse(discovery.openapi_v3_index())
+
+    async def openapi_document(request: Request) -> JSONResponse:
+        document = discovery.openapi_v3_document(request.path_params["rest"])
+        if document is None:
+            raise _not_found_path()
+        return JSONResponse(document)
+
+    app.add_api_route("/openapi/v2", missing, methods=["GET"])
+    app.add_api_route("/openapi/v3", openapi_index, methods=["GET"])
+    app.add_api_route("/openapi/v3/{rest:path}", openapi_document, methods=["GET"])
     return app
 
 
@@ -166,7 +178,22 @@ def _watch(cluster: Cluster, request: Request, route: Route) -> StreamingRespons
             return False
         return labels_match(labels, meta.get("labels")) and fields(change.obj)
 
+    as_table = wants_table(request.headers.get("accept", ""))
+    include = query.get("includeObject", "Metadata")
+    printed = [False]
+
     def line(kind: str, obj: dict[str, Any]) -> bytes:
+        if as_table and kind != "ERROR":
+            # kubectl get -w asks for Table events: one row each, the columns only in the first.
+            obj = table(
+                rtype,
+                [obj],
+                now=cluster.now,
+                resource_version=obj["metadata"].get("resourceVersion", ""),
+                include=include,
+                columns_too=not printed[0],
+            )
+            printed[0] = True
         return (json.dumps({"type": kind, "object": obj}) + "\n").encode()
 
     async def stream() -> AsyncIterator[bytes]:

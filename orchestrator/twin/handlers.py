@@ -85,7 +85,16 @@ def dispatch(
         if route.subresource == "scale":
             return Result(200, scale_of(obj))
         if wants_table(accept):
-            return Result(200, table(route.rtype, [obj], now=cluster.now, resource_version=_rv(cluster)))
+            return Result(
+                200,
+                table(
+                    route.rtype,
+                    [obj],
+                    now=cluster.now,
+                    resource_version=_rv(cluster),
+                    include=query.get("includeObject", "Metadata"),
+                ),
+            )
         return Result(200, obj)
     if method == "PUT":
         return _replace(cluster, route, body, dry_run="dryRun" in query)
@@ -107,7 +116,16 @@ def _list(cluster: Cluster, route: Route, query: dict[str, str], accept: str) ->
     namespace = route.namespace if rtype.namespaced else None
     items = cluster.store.list(rtype, namespace, labels=labels, fields=fields)
     if wants_table(accept):
-        return Result(200, table(rtype, items, now=cluster.now, resource_version=_rv(cluster)))
+        return Result(
+            200,
+            table(
+                rtype,
+                items,
+                now=cluster.now,
+                resource_version=_rv(cluster),
+                include=query.get("includeObject", "Metadata"),
+            ),
+        )
     return Result(
         200,
         {

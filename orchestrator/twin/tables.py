@@ -328,37 +328,49 @@ def wants_table(accept: str) -> bool:
     return "as=Table" in accept
 
 
-def table(rtype: ResourceType, objects: list[Obj], *, now: float, resource_version: str) -> Obj:
-    """A ``Table`` of ``objects`` with PartialObjectMetadata rows, as the API server prints them."""
+def table(
+    rtype: ResourceType,
+    objects: list[Obj],
+    *,
+    now: float,
+    resource_version: str,
+    include: str = "Metadata",
+    columns_too: bool = True,
+) -> Obj:
+    """A ``Table`` of ``objects`` as the API server prints them; ``include`` is ``includeObject``
+    (Metadata, Object or None), ``columns_too=False`` leaves out the columns as later watch events do."""
     if rtype.kind in TABLES:
         columns, row = TABLES[rtype.kind]
     elif rtype.group == "chaos-mesh.org":
         columns, row = _CHAOS_TABLE
     else:
         columns, row = _DEFAULT_TABLE
+    rows: list[Obj] = []
+    for obj in objects:
+        entry: Obj = {"cells": row(obj, now)}
+        if include == "Object":
+            entry["object"] = obj
+        elif include != "None":
+            entry["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj["metadata"],
+            }
+        rows.append(entry)
+    definitions = [
+        {
+            "name": name,
+            "type": kind,
+            "format": "name" if name == "Name" else "",
+            "description": name,
+            "priority": priority,
+        }
+        for name, kind, priority in columns
+    ]
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": [
-            {
-                "name": name,
-                "type": kind,
-                "format": "name" if name == "Name" else "",
-                "description": name,
-                "priority": priority,
-            }
-            for name, kind, priority in columns
-        ],
-        "rows": [
-            {
-                "cells": row(obj, now),
-                "object": {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": obj["metadata"],
-                },
-            }
-            for obj in objects
-        ],
+        "columnDefinitions": definitions if columns_too else [],
+        "rows": rows,
     }
