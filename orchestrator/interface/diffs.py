@@ -87,7 +87,8 @@ def _matches(lines: list[str], at: int, old: list[str]) -> bool:
 
 def _locate(lines: list[str], hunk: Hunk, *, shift: int) -> int | None:
     old = hunk.old
-    hint = max(hunk.old_start - 1 + shift, 0) if old else hunk.old_start + shift
+    stated = hunk.old_start - 1 + shift if old else hunk.old_start + shift
+    hint = min(max(stated, 0), len(lines))
     for offset in range(len(lines) + 1):
         for at in (hint - offset, hint + offset):
             if _matches(lines, at, old):

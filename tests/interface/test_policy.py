@@ -1,0 +1,254 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orchestrator.interface import args as a
+from orchestrator.interface.policy import PolicyContext, decide, parse_quantity
+
+CTX = PolicyContext(
+    namespace="shop",
+    workloads=frozenset({"frontend", "cart", "cart-redis"}),
+    loadgen="loadgen",
+    flags={"adFailure": frozenset({"on", "off"})},
+)
+INCIDENT = {"incident_id": "inc-1"}
+
+
+def _decide(model: type[a.Args], ctx: PolicyContext = CTX, **fields: Any) -> tuple[str, str]:
+    verdict = decide(model.model_validate(fields), ctx)
+    return verdict.decision, verdict.reason
+
+
+TABLE: list[tuple[str, type[a.Args], dict[str, Any], str, str]] = [
+    # reads
+    ("alerts", a.GetAlerts, {}, "allowed", ""),
+    ("pods in the app namespace", a.GetResources, {"kind": "pods"}, "allowed", ""),
+    ("pods in kube-system", a.GetResources, {"kind": "pods", "namespace": "kube-system"}, "allowed", ""),
+    ("secrets", a.GetResources, {"kind": "secrets"}, "forbidden", "Secrets"),
+    ("describe a secret", a.Describe, {"kind": "secrets", "name": "db"}, "forbidden", "Secrets"),
+    (
+        "chaos namespace",
+        a.GetResources,
+        {"kind": "pods", "namespace": "chaos-mesh"},
+        "forbidden",
+        "chaos-mesh",
+    ),
+    ("monitoring logs", a.GetLogs, {"pod": "prom-0", "namespace": "monitoring"}, "forbidden", "monitoring"),
+    ("registry events", a.GetEvents, {"namespace": "marathon-registry"}, "forbidden", "marathon-registry"),
+    (
+        "describe chaos ns",
+        a.Describe,
+        {"kind": "namespaces", "name": "chaos-mesh"},
+        "forbidden",
+        "chaos-mesh",
+    ),
+    ("describe app ns", a.Describe, {"kind": "namespaces", "name": "shop"}, "allowed", ""),
+    ("history of unknown", a.GetRolloutHistory, {"service": "nope"}, "denied", "unknown service"),
+    ("config of the loadgen", a.GetConfig, {"service": "loadgen"}, "allowed", ""),
+    ("source of a service", a.ReadSource, {"service": "cart", "path": "x.go"}, "allowed", ""),
+    # report
+    ("report", a.IncidentReportArgs, {"incident_id": "i", "artifact": "release"}, "allowed", ""),
+    # mutations
+    ("restart", a.RestartService, {**INCIDENT, "service": "cart"}, "allowed", ""),
+    ("restart unknown", a.RestartService, {**INCIDENT, "service": "nope"}, "denied", "unknown service"),
+    ("restart loadgen", a.RestartService, {**INCIDENT, "service": "loadgen"}, "forbidden", "load generator"),
+    ("scale to 0", a.ScaleService, {**INCIDENT, "service": "cart", "replicas": 0}, "allowed", ""),
+    ("scale to 10", a.ScaleService, {**INCIDENT, "service": "cart", "replicas": 10}, "allowed", ""),
+    (
+        "scale to 11",
+        a.ScaleService,
+        {**INCIDENT, "service": "cart", "replicas": 11},
+        "denied",
+        "between 0 and 10",
+    ),
+    (
+        "scale to -1",
+        a.ScaleService,
+        {**INCIDENT, "service": "cart", "replicas": -1},
+        "denied",
+        "between 0 and 10",
+    ),
+    ("rollback", a.RollbackService, {**INCIDENT, "service": "frontend"}, "allowed", ""),
+    (
+        "cpu 5",
+        a.UpdateConfig,
+        {**INCIDENT, "service": "cart", "resources": {"limits": {"cpu": "5"}}},
+        "denied",
+        "10m and 4",
+    ),
+    (
+        "cpu 5m",
+        a.UpdateConfig,
+        {**INCIDENT, "service": "cart", "resources": {"requests": {"cpu": "5m"}}},
+        "denied",
+        "10m and 4",
+    ),
+    (
+        "memory 8Gi",
+        a.UpdateConfig,
+        {**INCIDENT, "service": "cart", "resources": {"limits": {"memory": "8Gi", "cpu": "4"}}},
+        "allowed",
+        "",
+    ),
+    (
+        "memory 9Gi",
+        a.UpdateConfig,
+        {**INCIDENT, "service": "cart", "resources": {"limits": {"memory": "9Gi"}}},
+        "denied",
+        "16Mi and 8Gi",
+    ),
+    (
+        "memory 8Mi",
+        a.UpdateConfig,
+        {**INCIDENT, "service": "cart", "resources": {"limits": {"memory": "8Mi"}}},
+        "denied",
+        "16Mi and 8Gi",
+    ),
+    ("empty update", a.UpdateConfig, {**INCIDENT, "service": "cart"}, "denied", "at least one"),
+    ("env update", a.UpdateConfig, {**INCIDENT, "service": "cart", "env": {"A": None}}, "allowed", ""),
+    ("flag", a.SetFeatureFlag, {**INCIDENT, "flag": "adFailure", "variant": "off"}, "allowed", ""),
+    (
+        "unknown flag",
+        a.SetFeatureFlag,
+        {**INCIDENT, "flag": "x", "variant": "off"},
+        "denied",
+        "unknown feature",
+    ),
+    (
+        "unknown variant",
+        a.SetFeatureFlag,
+        {**INCIDENT, "flag": "adFailure", "variant": "x"},
+        "denied",
+        "no variant",
+    ),
+    ("delete a pod", a.DeleteResource, {**INCIDENT, "kind": "pod", "name": "cart-5f6-abcde"}, "allowed", ""),
+    (
+        "delete a pod of the longest owner",
+        a.DeleteResource,
+        {**INCIDENT, "kind": "pod", "name": "cart-redis-5f6-abcde"},
+        "allowed",
+        "",
+    ),
+    (
+        "delete a stray pod",
+        a.DeleteResource,
+        {**INCIDENT, "kind": "pod", "name": "other-1"},
+        "denied",
+        "no workload",
+    ),
+    (
+        "delete a loadgen pod",
+        a.DeleteResource,
+        {**INCIDENT, "kind": "pod", "name": "loadgen-1-a"},
+        "forbidden",
+        "load",
+    ),
+    (
+        "delete the namespace",
+        a.DeleteResource,
+        {**INCIDENT, "kind": "namespace", "name": "shop"},
+        "forbidden",
+        "",
+    ),
+    (
+        "delete a deployment",
+        a.DeleteResource,
+        {**INCIDENT, "kind": "deployment", "name": "cart"},
+        "forbidden",
+        "",
+    ),
+    ("delete a secret", a.DeleteResource, {**INCIDENT, "kind": "secret", "name": "db"}, "forbidden", ""),
+    (
+        "delete a service",
+        a.DeleteResource,
+        {**INCIDENT, "kind": "service", "name": "cart"},
+        "denied",
+        "only pods",
+    ),
+    (
+        "delete a pod elsewhere",
+        a.DeleteResource,
+        {**INCIDENT, "kind": "pod", "name": "cart-1-a", "namespace": "default"},
+        "denied",
+        "only in namespace",
+    ),
+    (
+        "delete in chaos ns",
+        a.DeleteResource,
+        {**INCIDENT, "kind": "pod", "name": "cart-1-a", "namespace": "chaos-mesh"},
+        "forbidden",
+        "chaos-mesh",
+    ),
+    ("propose", a.ProposePatch, {**INCIDENT, "service": "cart", "path": "a.go", "diff": "x"}, "allowed", ""),
+    (
+        "submit to unknown",
+        a.SubmitPatch,
+        {**INCIDENT, "service": "nope", "image": "x:1"},
+        "denied",
+        "unknown",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "model", "fields", "decision", "reason"), TABLE, ids=[row[0] for row in TABLE]
+)
+def test_each_rule_decides_as_the_table_says(
+    label: str, model: type[a.Args], fields: dict[str, Any], decision: str, reason: str
+) -> None:
+    got, why = _decide(model, **fields)
+    assert got == decision, f"{label}: {why}"
+    assert reason in why
+    assert (why == "") == (got == "allowed")
+
+
+def test_the_mutation_limit_denies_the_eleventh_change_but_not_reads_or_reports() -> None:
+    spent = PolicyContext(**{**CTX.__dict__, "mutations_done": 10})
+    assert _decide(a.RestartService, spent, **INCIDENT, service="cart")[0] == "denied"
+    assert "limit of 10" in _decide(a.RestartService, spent, **INCIDENT, service="cart")[1]
+    assert _decide(a.GetAlerts, spent)[0] == "allowed"
+    assert _decide(a.IncidentReportArgs, spent, incident_id="i", artifact="pod")[0] == "allowed"
+    nine = PolicyContext(**{**CTX.__dict__, "mutations_done": 9})
+    assert _decide(a.RestartService, nine, **INCIDENT, service="cart")[0] == "allowed"
+
+
+def test_forbidden_outranks_the_mutation_limit() -> None:
+    spent = PolicyContext(**{**CTX.__dict__, "mutations_done": 10})
+    assert _decide(a.DeleteResource, spent, **INCIDENT, kind="namespace", name="shop")[0] == "forbidden"
+
+
+@given(st.integers(min_value=-50, max_value=50))
+def test_scaling_is_allowed_exactly_within_zero_to_ten(replicas: int) -> None:
+    decision, _ = _decide(a.ScaleService, **INCIDENT, service="cart", replicas=replicas)
+    assert (decision == "allowed") == (0 <= replicas <= 10)
+
+
+@given(st.integers(min_value=1, max_value=10_000))
+def test_cpu_millicores_are_allowed_exactly_between_10m_and_4_cores(millicores: int) -> None:
+    change = {"limits": {"cpu": f"{millicores}m"}}
+    decision, _ = _decide(a.UpdateConfig, **INCIDENT, service="cart", resources=change)
+    assert (decision == "allowed") == (10 <= millicores <= 4000)
+
+
+@given(st.integers(min_value=1, max_value=20_000))
+def test_memory_mebibytes_are_allowed_exactly_between_16mi_and_8gi(mebibytes: int) -> None:
+    change = {"requests": {"memory": f"{mebibytes}Mi"}}
+    decision, _ = _decide(a.UpdateConfig, **INCIDENT, service="cart", resources=change)
+    assert (decision == "allowed") == (16 <= mebibytes <= 8192)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("500m", 0.5), ("2", 2.0), ("1.5", 1.5), ("64Mi", 64 * 2**20), ("1G", 1e9), ("3Gi", 3 * 2**30)],
+)
+def test_quantities_parse_as_kubernetes_writes_them(text: str, value: float) -> None:
+    assert parse_quantity(text) == pytest.approx(value)
+
+
+def test_a_quantity_with_an_unknown_suffix_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        parse_quantity("5 cores")

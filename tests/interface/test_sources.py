@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import difflib
+
+import pytest
+
+from orchestrator.catalog.faults import CodeFault
+from orchestrator.catalog.loading import load_catalog
+from orchestrator.catalog.topologies import load_topology
+from orchestrator.interface.diffs import DiffError, apply_diff
+from orchestrator.interface.sources import (
+    CHANGELOG,
+    SourceError,
+    SourceStore,
+    registry_configmap,
+    registry_name,
+)
+
+APP = "online-boutique"
+TEXT = "alpha\nbeta\ngamma\ndelta\nepsilon\n"
+
+
+def _store() -> SourceStore:
+    return SourceStore.of(load_topology(APP), load_catalog(APP).entries)
+
+
+def _fault(service: str) -> CodeFault:
+    return next(e for e in load_catalog(APP).entries if isinstance(e, CodeFault) and e.target == service)
+
+
+def _diff(old: str, new: str, path: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
+    )
+    return "".join(lines)
+
+
+def test_a_diff_made_by_difflib_applies_and_gives_the_new_text() -> None:
+    new = "alpha\nBETA\ngamma\ndelta\nzeta\nepsilon\n"
+    assert apply_diff(TEXT, _diff(TEXT, new, "f.txt"), path="f.txt") == new
+
+
+def test_a_hunk_with_a_wrong_line_number_still_applies_where_its_context_matches() -> None:
+    diff = "--- a/f.txt\n+++ b/f.txt\n@@ -40,3 +40,3 @@\n gamma\n-delta\n+DELTA\n epsilon\n"
+    assert apply_diff(TEXT, diff, path="f.txt") == "alpha\nbeta\ngamma\nDELTA\nepsilon\n"
+
+
+def test_a_hunk_whose_context_is_not_in_the_file_is_rejected_with_its_first_line() -> None:
+    diff = "@@ -1,2 +1,2 @@\n alpha\n-omega\n+OMEGA\n"
+    with pytest.raises(DiffError, match=r"hunk 1 .* starting 'alpha'"):
+        apply_diff(TEXT, diff, path="f.txt")
+
+
+def test_a_diff_for_another_file_is_rejected() -> None:
+    diff = "--- a/other.txt\n+++ b/other.txt\n@@ -1 +1 @@\n-alpha\n+ALPHA\n"
+    with pytest.raises(DiffError, match="not 'f.txt'"):
+        apply_diff(TEXT, diff, path="f.txt")
+
+
+def test_text_without_hunks_is_not_a_diff() -> None:
+    with pytest.raises(DiffError, match="expected a hunk header"):
+        apply_diff(TEXT, "please change beta to BETA", path="f.txt")
+    with pytest.raises(DiffError, match="no hunks"):
+        apply_diff(TEXT, "--- a/f.txt\n+++ b/f.txt\n", path="f.txt")
+
+
+def test_the_base_snapshot_holds_every_before_snippet_and_no_after_snippet() -> None:
+    store = _store()
+    fault = _fault("cartservice")
+    files = store.base_files("cartservice")
+    text = files[fault.inject.source.file]
+    assert fault.inject.source.before in text
+    assert fault.inject.source.after not in text
+    assert text.startswith("// cartservice: ")
+    assert store.base_files("cartservice") == files  # deterministic
+
+
+def test_a_fault_build_shows_the_after_snippet_and_its_release_note() -> None:
+    store = _store()
+    fault = _fault("cartservice")
+    snapshot = store.snapshot("cartservice", f"registry.example/cartservice:{fault.inject.image_tag}")
+    assert fault.inject.source.after in snapshot.files[fault.inject.source.file]
+    assert fault.inject.release_note in snapshot.files[CHANGELOG]
+    assert snapshot.fault == fault
+
+
+def test_an_image_nobody_published_has_no_source() -> None:
+    with pytest.raises(SourceError, match="no source is published"):
+        _store().snapshot("cartservice", "cartservice:v9.9.9")
+
+
+def test_a_patch_restoring_the_before_snippet_builds_an_image_that_behaves_as_the_base() -> None:
+    store = _store()
+    fault = _fault("cartservice")
+    image = f"registry.example/cartservice:{fault.inject.image_tag}"
+    path = fault.inject.source.file
+    deployed = store.snapshot("cartservice", image).files[path]
+    repaired = deployed.replace(fault.inject.source.after, fault.inject.source.before)
+    patch = store.propose(service="cartservice", image=image, path=path, diff=_diff(deployed, repaired, path))
+    build = store.build(service="cartservice", patch_id=patch.patch_id, image=image)
+    assert build.fixes
+    assert build.tag == f"{fault.inject.image_tag}-p1"
+    assert build.image == f"registry.example/cartservice:{fault.inject.image_tag}-p1"
+    assert build.behaves_as == store.base_tag("cartservice")
+    configmap = registry_configmap(build)
+    assert configmap["metadata"]["namespace"] == "marathon-registry"
+    assert configmap["metadata"]["name"] == registry_name("cartservice", build.tag)
+    assert configmap["data"]["behaves-as"] == "v0.10.6"
+    assert store.snapshot("cartservice", build.image).files[path] == repaired
+
+
+def test_a_patch_that_leaves_the_defect_behaves_as_the_fault_build() -> None:
+    store = _store()
+    fault = _fault("cartservice")
+    image = f"cartservice:{fault.inject.image_tag}"
+    path = fault.inject.source.file
+    deployed = store.snapshot("cartservice", image).files[path]
+    cosmetic = deployed + "// reviewed\n"
+    patch = store.propose(service="cartservice", image=image, path=path, diff=_diff(deployed, cosmetic, path))
+    build = store.build(service="cartservice", patch_id=patch.patch_id, image=image)
+    assert not build.fixes
+    assert build.behaves_as == fault.inject.image_tag
+
+
+def test_a_build_needs_a_patch_of_the_same_service() -> None:
+    with pytest.raises(SourceError, match="no patch"):
+        _store().build(service="cartservice", patch_id="frontend-patch-1", image="cartservice:v0.10.6")
