@@ -1,1 +1,16 @@
-"""Baseline agents: noop, runbook, oracle and a ReAct agent, each a standalone command."""
+"""Baseline agents: noop, runbook, oracle and a ReAct agent, each a standalone command.
+
+``AGENTS`` maps each name to the command that runs it (``python -m orchestrator.agents.<name>`` under the
+current interpreter). Every agent speaks only the agent protocol: the tools over MCP, the alert file and
+its working directory.
+"""
+
+from __future__ import annotations
+
+import sys
+
+AGENT_NAMES: tuple[str, ...] = ("noop", "runbook", "oracle", "react")
+
+AGENTS: dict[str, list[str]] = {
+    name: [sys.executable, "-m", f"orchestrator.agents.{name}"] for name in AGENT_NAMES
+}

@@ -1,0 +1,269 @@
+"""The oracle agent (validation only): reads the ground truth and answers as a perfect agent would.
+
+It groups the alerts it was shown by attributing each to the active faults exactly as METRICS.md does
+(namespace, a service in the fault's scope, start inside [inject, revert + grace]), files one incident per
+fault naming its culprits and full artifact, and applies the fault's minimal remedy once the incident holds
+an attributable alert (repairing earlier would silence the alerts that correlate it).
+
+The truth file (``MARATHON_ORACLE_TRUTH``, rewritten by the runner at each boundary) is a JSON object:
+``{"now_s"?, "grace_s"?, "namespace"?, "faults": [{"fault_id", "catalog_id", "namespace"?, "target",
+"culprits", "artifact", "scope", "inject_s", "revert_s"?, "remedy": {"action", "service", "field",
+"value"}}]}``. A fault that leaves the file was reverted after the last boundary that listed it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from orchestrator.agents.inputs import (
+    AgentEnv,
+    AlertView,
+    load_alerts,
+    read_state,
+    setup_logging,
+    write_state,
+)
+from orchestrator.agents.mcpclient import ToolClient
+from orchestrator.errors import ConfigError
+from orchestrator.score.attribution import names_service_in, normalise_name
+
+log = logging.getLogger("orchestrator.agents.oracle")
+TRUTH_ENV = "MARATHON_ORACLE_TRUTH"
+STATE_FILE = "oracle-state.json"
+MAX_ATTEMPTS = 3
+
+
+class Remedy(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    action: str
+    service: str | None = None
+    field: str | None = None
+    value: JsonValue = None
+
+
+class TruthFault(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    fault_id: str = Field(min_length=1)
+    catalog_id: str = ""
+    namespace: str | None = None
+    target: str
+    culprits: list[str]
+    artifact: str
+    scope: list[str]
+    inject_s: float
+    revert_s: float | None = None
+    remedy: Remedy
+
+
+class Truth(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    now_s: float | None = None
+    grace_s: float = 0.0
+    namespace: str | None = None
+    faults: list[TruthFault] = Field(default_factory=list)
+
+
+def load_truth(path: str | None) -> Truth:
+    if not path or not Path(path).is_file():
+        return Truth()
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        if isinstance(payload, list):
+            payload = {"faults": payload}
+        return Truth.model_validate(payload)
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise ConfigError(f"{path}: the oracle truth is not valid: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Report:
+    incident_id: str
+    alert_ids: tuple[str, ...]
+    culprits: tuple[str, ...]
+    artifact: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """One remedy as a tool call."""
+
+    fault_id: str
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class OraclePlan:
+    reports: tuple[Report, ...]
+    calls: tuple[Call, ...]
+    state: dict[str, Any]
+
+
+def incident_of(fault_id: str) -> str:
+    return f"oracle-{fault_id}"
+
+
+def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The tool call that applies a fault's minimal remedy, or None when none applies (no side effects)."""
+    remedy = fault["remedy"]
+    action, field, value = remedy["action"], remedy.get("field") or "", remedy.get("value")
+    base: dict[str, Any] = {
+        "incident_id": incident_of(fault["fault_id"]),
+        "service": remedy.get("service") or fault["target"],
+    }
+    rollback = ("rollback_service", base)
+    if action in ("rollback", "submit_patch"):
+        return rollback  # a rollback restores the image a fault build replaced, as a fixed build would
+    if action == "restart":
+        return ("restart_service", base)
+    if action == "scale" or field == "replicas":
+        return ("scale_service", {**base, "replicas": int(value) if value is not None else 1})
+    if action == "set_feature_flag":
+        flag = field.removeprefix("flags/")
+        return ("set_feature_flag", {"incident_id": base["incident_id"], "flag": flag, "variant": str(value)})
+    if action != "update_config":
+        return None  # wait / none: the fault heals by itself
+    parts = field.split("/")
+    if parts[0] == "env" and len(parts) == 2:
+        return ("update_config", {**base, "env": {parts[1]: None if value is None else str(value)}})
+    if parts[0] == "port" and len(parts) == 2 and value is not None:
+        return ("update_config", {**base, "ports": {parts[1]: int(str(value))}})
+    if parts[0] == "resources" and len(parts) == 3 and value is not None:
+        return ("update_config", {**base, "resources": {parts[1]: {parts[2]: str(value)}}})
+    if parts[0] in ("resources", "probe", "image"):
+        # A cleared limit or a probe has no update_config form; the change made a new revision to undo.
+        return rollback
+    return None  # e.g. a Service's targetPort: no tool edits a Service
+
+
+def _attributable(alert: AlertView, fault: dict[str, Any]) -> bool:
+    end = fault.get("window_end_s")
+    if alert.starts_at < fault["inject_s"] or (end is not None and alert.starts_at > end):
+        return False
+    if alert.labels.get("namespace") != fault["namespace"]:
+        return False
+    return names_service_in(alert.labels, frozenset(normalise_name(s) for s in fault["scope"]))
+
+
+def plan_oracle(
+    alerts: list[AlertView], truth: Truth, state: dict[str, Any], *, namespace: str
+) -> OraclePlan:
+    """Reports and remedy calls for this invocation, and the state after it (no side effects)."""
+    new = copy.deepcopy(state)
+    faults: dict[str, dict[str, Any]] = new.setdefault("faults", {})
+    listed = {fault.fault_id for fault in truth.faults}
+    for fault_id, known in faults.items():
+        if fault_id not in listed and known.get("window_end_s") is None:
+            # Reverted after the last boundary that listed it, which bounds the window safely.
+            last = known.get("last_seen_s")
+            known["window_end_s"] = (last if last is not None else known["inject_s"]) + known["grace_s"]
+            known["active"] = False
+    for listed_fault in truth.faults:
+        known = faults.setdefault(
+            listed_fault.fault_id, {"alert_ids": [], "attempts": 0, "remedied": False, "reported": None}
+        )
+        known.update(listed_fault.model_dump(mode="json", exclude={"namespace", "revert_s"}))
+        known["namespace"] = listed_fault.namespace or truth.namespace or namespace
+        known["grace_s"] = truth.grace_s
+        known["last_seen_s"] = truth.now_s
+        revert_s = listed_fault.revert_s
+        known["active"] = revert_s is None
+        known["window_end_s"] = None if revert_s is None else revert_s + truth.grace_s
+
+    reports: list[Report] = []
+    calls: list[Call] = []
+    for fault_id in sorted(faults, key=lambda f: (faults[f]["inject_s"], f)):
+        fault = faults[fault_id]
+        for alert in alerts:
+            if alert.alert_id not in fault["alert_ids"] and _attributable(alert, fault):
+                fault["alert_ids"].append(alert.alert_id)
+        if not fault["alert_ids"]:
+            continue  # nothing to correlate yet: reporting or repairing now would earn nothing
+        status = "mitigated" if fault["remedied"] else "open"
+        snapshot = [sorted(fault["alert_ids"]), status]
+        if fault["reported"] != snapshot:
+            fault["reported"] = snapshot
+            reports.append(_report(fault, status))
+        call = remedy_call(fault)
+        due = fault["active"] and not fault["remedied"] and fault["attempts"] < MAX_ATTEMPTS
+        if call is not None and due:
+            fault["attempts"] += 1
+            calls.append(Call(fault_id=fault_id, tool=call[0], args=call[1]))
+    return OraclePlan(reports=tuple(reports), calls=tuple(calls), state=new)
+
+
+def _report(fault: dict[str, Any], status: str) -> Report:
+    return Report(
+        incident_id=incident_of(fault["fault_id"]),
+        alert_ids=tuple(sorted(fault["alert_ids"])),
+        culprits=tuple(sorted(fault["culprits"])),
+        artifact=fault["artifact"],
+        status=status,
+    )
+
+
+def record_remedy(state: dict[str, Any], fault_id: str, *, ok: bool) -> tuple[dict[str, Any], Report | None]:
+    """The state after a remedy finished, and the follow-up report when it worked (no side effects)."""
+    new = copy.deepcopy(state)
+    fault = new["faults"][fault_id]
+    if not ok:
+        return new, None
+    fault["remedied"] = True
+    fault["reported"] = [sorted(fault["alert_ids"]), "mitigated"]
+    return new, _report(fault, "mitigated")
+
+
+def send_report(client: ToolClient, item: Report) -> None:
+    outcome = client.call(
+        "incident_report",
+        incident_id=item.incident_id,
+        alert_ids=list(item.alert_ids),
+        culprit_services=list(item.culprits),
+        artifact=item.artifact,
+        status=item.status,
+        notes="oracle",
+    )
+    log.info("report %s (%s): %s", item.incident_id, item.status, outcome)
+
+
+def run(env: AgentEnv, client: ToolClient, truth: Truth) -> None:
+    path = Path(env.workspace) / STATE_FILE
+    plan = plan_oracle(load_alerts(env.alerts_path), truth, read_state(path), namespace=env.namespace)
+    state = plan.state
+    write_state(path, state)
+    for item in plan.reports:
+        send_report(client, item)
+    for call in plan.calls:
+        outcome = client.call(call.tool, **call.args)
+        log.info("remedy %s for %s: %s", call.tool, call.fault_id, outcome)
+        state, follow_up = record_remedy(state, call.fault_id, ok=bool(outcome.get("ok")))
+        write_state(path, state)
+        if follow_up is not None:
+            send_report(client, follow_up)
+
+
+def main() -> int:
+    setup_logging()
+    env = AgentEnv.from_env()
+    truth = load_truth(os.environ.get(TRUTH_ENV))
+    log.info("invocation %d: oracle over %d active faults", env.invocation, len(truth.faults))
+    with ToolClient.from_env() as client:
+        run(env, client, truth)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""The runbook agent: no model, one incident per workload, one action per incident from the rule table.
+
+Each invocation: incidents whose action succeeded last time are reported resolved; alerts not yet filed are
+grouped by the workload their labels name (a workload with an open incident gets the alert added, otherwise
+a new incident opens); every changed incident is reported with the workload as culprit and the kind of its
+strongest rule; an incident without an action yet gets its action, once. State lives in the workspace.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.agents.inputs import (
+    AgentEnv,
+    AlertView,
+    load_alerts,
+    read_state,
+    setup_logging,
+    workload_of,
+    write_state,
+)
+from orchestrator.agents.mcpclient import ToolClient
+from orchestrator.agents.runbook_rules import rule_for, strongest
+
+log = logging.getLogger("orchestrator.agents.runbook")
+STATE_FILE = "runbook-state.json"
+MAX_REPLICAS = 10
+
+
+@dataclass(frozen=True)
+class Report:
+    incident_id: str
+    alert_ids: tuple[str, ...]
+    culprits: tuple[str, ...]
+    artifact: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Step:
+    incident_id: str
+    action: str
+    service: str
+
+
+@dataclass(frozen=True)
+class RunbookPlan:
+    reports: tuple[Report, ...]
+    actions: tuple[Step, ...]
+    state: dict[str, Any]
+
+
+def _report(incident_id: str, incident: dict[str, Any], status: str) -> Report:
+    rule = strongest(list(incident["rules"]))
+    return Report(
+        incident_id=incident_id,
+        alert_ids=tuple(incident["alert_ids"]),
+        culprits=(incident["workload"],),
+        artifact=rule_for(rule).kind,
+        status=status,
+    )
+
+
+def plan_runbook(alerts: list[AlertView], state: dict[str, Any], *, namespace: str) -> RunbookPlan:
+    """Incident reports and actions for this invocation, and the state after it (no side effects)."""
+    new = copy.deepcopy(state)
+    incidents: dict[str, dict[str, Any]] = new.setdefault("incidents", {})
+    open_by_workload: dict[str, str] = new.setdefault("open_by_workload", {})
+    counters: dict[str, int] = new.setdefault("counters", {})
+    filed: set[str] = {alert_id for incident in incidents.values() for alert_id in incident["alert_ids"]}
+    reports: list[Report] = []
+
+    # An action that succeeded last time closes its incident now; later alerts open a fresh one.
+    for incident_id, incident in sorted(incidents.items()):
+        if incident["status"] == "open" and incident.get("action_ok") is True:
+            incident["status"] = "resolved"
+            reports.append(_report(incident_id, incident, "resolved"))
+            if open_by_workload.get(incident["workload"]) == incident_id:
+                del open_by_workload[incident["workload"]]
+
+    changed: list[str] = []
+    for alert in alerts:
+        if alert.alert_id in filed:
+            continue
+        if alert.labels.get("namespace", namespace) != namespace:
+            continue
+        workload = workload_of(alert.labels)
+        if workload is None:
+            continue  # node and zone alerts name no workload to act on
+        if workload in open_by_workload:
+            incident_id = open_by_workload[workload]
+        else:
+            counters[workload] = counters.get(workload, 0) + 1
+            incident_id = f"rb-{workload}-{counters[workload]}"
+            incidents[incident_id] = {
+                "workload": workload, "alert_ids": [], "rules": [], "status": "open",
+                "action": None, "action_ok": None,
+            }  # fmt: skip
+            open_by_workload[workload] = incident_id
+        incident = incidents[incident_id]
+        incident["alert_ids"].append(alert.alert_id)
+        if alert.rule not in incident["rules"]:
+            incident["rules"].append(alert.rule)
+        filed.add(alert.alert_id)
+        if incident_id not in changed:
+            changed.append(incident_id)
+
+    actions: list[Step] = []
+    for incident_id in changed:
+        incident = incidents[incident_id]
+        reports.append(_report(incident_id, incident, "open"))
+        if incident["action"] is None:
+            action = rule_for(strongest(list(incident["rules"]))).action
+            incident["action"] = action
+            actions.append(Step(incident_id=incident_id, action=action, service=incident["workload"]))
+    return RunbookPlan(reports=tuple(reports), actions=tuple(actions), state=new)
+
+
+def record_outcome(state: dict[str, Any], incident_id: str, *, ok: bool) -> dict[str, Any]:
+    """The state after an action of ``incident_id`` finished (no side effects)."""
+    new = copy.deepcopy(state)
+    new["incidents"][incident_id]["action_ok"] = ok
+    return new
+
+
+def replicas_in(result: Any) -> int | None:
+    """The first ``replicas`` count found in a tool result (spec before status), else None (no side
+    effects)."""
+    if isinstance(result, dict):
+        spec = result.get("spec")
+        if isinstance(spec, dict) and isinstance(spec.get("replicas"), int):
+            return int(spec["replicas"])
+        if isinstance(result.get("replicas"), int):
+            return int(result["replicas"])
+        values = list(result.values())
+    elif isinstance(result, list):
+        values = list(result)
+    else:
+        return None
+    for value in values:
+        found = replicas_in(value)
+        if found is not None:
+            return found
+    return None
+
+
+def execute(client: ToolClient, step: Step) -> bool:
+    """Carry out one action through the tools; True when the tool reported success."""
+    if step.action == "rollback":
+        outcome = client.call("rollback_service", incident_id=step.incident_id, service=step.service)
+    elif step.action == "restart":
+        outcome = client.call("restart_service", incident_id=step.incident_id, service=step.service)
+    else:
+        current = client.call("get_resources", kind="deployments", name=step.service)
+        count = replicas_in(current.get("result")) if current.get("ok") else None
+        replicas = min(MAX_REPLICAS, max((count or 0) + 1, 2))
+        outcome = client.call(
+            "scale_service", incident_id=step.incident_id, service=step.service, replicas=replicas
+        )
+    log.info("%s %s for %s: %s", step.action, step.service, step.incident_id, outcome)
+    return bool(outcome.get("ok"))
+
+
+def report(client: ToolClient, item: Report) -> None:
+    outcome = client.call(
+        "incident_report",
+        incident_id=item.incident_id,
+        alert_ids=list(item.alert_ids),
+        culprit_services=list(item.culprits),
+        artifact=item.artifact,
+        status=item.status,
+        notes="runbook",
+    )
+    log.info("report %s (%s, %s, %d alerts): %s", item.incident_id, item.status, item.artifact,
+             len(item.alert_ids), outcome.get("ok"))  # fmt: skip
+
+
+def run(env: AgentEnv, client: ToolClient) -> None:
+    path = Path(env.workspace) / STATE_FILE
+    alerts = load_alerts(env.alerts_path)
+    plan = plan_runbook(alerts, read_state(path), namespace=env.namespace)
+    state = plan.state
+    write_state(path, state)
+    for item in plan.reports:
+        report(client, item)
+    for step in plan.actions:
+        state = record_outcome(state, step.incident_id, ok=execute(client, step))
+        write_state(path, state)  # saved per action: a kill at the budget must not repeat it
+
+
+def main() -> int:
+    setup_logging()
+    env = AgentEnv.from_env()
+    log.info("invocation %d: runbook", env.invocation)
+    with ToolClient.from_env() as client:
+        run(env, client)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

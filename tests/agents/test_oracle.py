@@ -1,0 +1,130 @@
+"""The oracle agent: alerts grouped as METRICS.md attributes them, full diagnoses, minimal remedies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from orchestrator.agents.inputs import AlertView
+from orchestrator.agents.oracle import Truth, plan_oracle, record_remedy, remedy_call
+from orchestrator.catalog.loading import load_catalog
+
+NS = "online-boutique"
+
+
+def alert(alert_id: str, rule: str, start: float, **labels: str) -> AlertView:
+    return AlertView(alert_id=alert_id, rule=rule, labels={"namespace": NS, **labels}, starts_at=start)
+
+
+def fault(fault_id: str, *, target: str, scope: list[str], inject_s: float, remedy: dict[str, Any],
+          artifact: str, **extra: Any) -> dict[str, Any]:  # fmt: skip
+    return {
+        "fault_id": fault_id, "catalog_id": f"ob-{fault_id}", "target": target, "culprits": [target],
+        "artifact": artifact, "scope": scope, "inject_s": inject_s, "remedy": remedy, **extra,
+    }  # fmt: skip
+
+
+CART = fault("f1", target="cartservice", scope=["cartservice", "checkoutservice", "frontend"], inject_s=100.0,
+             artifact="config:cartservice/env/REDIS_ADDR",
+             remedy={"action": "update_config", "service": "cartservice", "field": "env/REDIS_ADDR",
+                     "value": "redis-cart:6379"})  # fmt: skip
+CURRENCY = fault("f2", target="currencyservice", scope=["currencyservice", "frontend"], inject_s=200.0,
+                 artifact="release:currencyservice@v9", remedy={"action": "rollback"})  # fmt: skip
+
+
+def truth(*faults: dict[str, Any], now_s: float = 300.0, grace_s: float = 60.0) -> Truth:
+    return Truth.model_validate({"now_s": now_s, "grace_s": grace_s, "namespace": NS, "faults": list(faults)})
+
+
+def test_each_fault_gets_one_incident_of_exactly_its_attributable_alerts() -> None:
+    alerts = [
+        alert("a0", "ServiceHighErrorRatio", 50.0, service="cartservice"),  # before the injection
+        alert("a1", "ServiceHighErrorRatio", 130.0, service="cartservice"),
+        alert("a2", "OnlineBoutiqueCartErrors", 140.0, service="frontend"),  # in both scopes, both windows
+        alert("a3", "ServiceLatencyP99High", 230.0, service="currencyservice"),
+        alert("a4", "ServiceHighErrorRatio", 240.0, service="adservice"),  # in no scope
+        alert("a5", "ServiceHighErrorRatio", 250.0, service="frontend", namespace="elsewhere"),
+    ]
+    plan = plan_oracle(alerts, truth(CART, CURRENCY), {}, namespace=NS)
+    reports = {r.incident_id: r for r in plan.reports}
+    assert reports["oracle-f1"].alert_ids == ("a1", "a2")
+    assert reports["oracle-f2"].alert_ids == ("a3",), "a2 started before f2 was injected"
+    assert reports["oracle-f1"].culprits == ("cartservice",)
+    assert reports["oracle-f1"].artifact == "config:cartservice/env/REDIS_ADDR"
+    assert {(c.fault_id, c.tool) for c in plan.calls} == {("f1", "update_config"), ("f2", "rollback_service")}
+    update = next(c for c in plan.calls if c.tool == "update_config")
+    assert update.args == {"incident_id": "oracle-f1", "service": "cartservice",
+                           "env": {"REDIS_ADDR": "redis-cart:6379"}}  # fmt: skip
+
+
+def test_a_fault_without_an_attributable_alert_is_neither_reported_nor_repaired_yet() -> None:
+    plan = plan_oracle([alert("a1", "ServiceHighErrorRatio", 20.0, service="cartservice")], truth(CART), {},
+                       namespace=NS)  # fmt: skip
+    assert plan.reports == () and plan.calls == ()
+
+
+def test_a_remedy_is_applied_once_and_the_incident_is_then_mitigated() -> None:
+    alerts = [alert("a1", "ServiceHighErrorRatio", 130.0, service="cartservice")]
+    first = plan_oracle(alerts, truth(CART), {}, namespace=NS)
+    state, follow_up = record_remedy(first.state, "f1", ok=True)
+    assert follow_up is not None and follow_up.status == "mitigated"
+    second = plan_oracle(alerts, truth(CART, now_s=420.0), state, namespace=NS)
+    assert second.reports == () and second.calls == ()
+
+
+def test_a_failed_remedy_is_retried_a_bounded_number_of_times() -> None:
+    alerts = [alert("a1", "ServiceHighErrorRatio", 130.0, service="cartservice")]
+    state: dict[str, Any] = {}
+    attempts = 0
+    for _ in range(6):
+        plan = plan_oracle(alerts, truth(CART), state, namespace=NS)
+        attempts += len(plan.calls)
+        state, follow_up = record_remedy(plan.state, "f1", ok=False)
+        assert follow_up is None
+    assert attempts == 3
+
+
+def test_a_reverted_fault_keeps_only_alerts_from_its_window_and_is_not_repaired() -> None:
+    first = plan_oracle([], truth(CART, now_s=300.0), {}, namespace=NS)
+    alerts = [
+        alert("a1", "ServiceHighErrorRatio", 330.0, service="cartservice"),  # within last boundary + grace
+        alert("a2", "ServiceHighErrorRatio", 400.0, service="cartservice"),  # after it
+    ]
+    later = plan_oracle(alerts, truth(now_s=420.0), first.state, namespace=NS)
+    assert [(r.incident_id, r.alert_ids) for r in later.reports] == [("oracle-f1", ("a1",))]
+    assert later.calls == ()
+
+
+def test_every_catalog_remedy_becomes_a_valid_tool_call_or_a_deliberate_wait() -> None:
+    args = pytest.importorskip("orchestrator.interface.args")
+    models: dict[str, type[BaseModel]] = {
+        "rollback_service": args.RollbackService, "restart_service": args.RestartService,
+        "scale_service": args.ScaleService, "update_config": args.UpdateConfig,
+        "set_feature_flag": args.SetFeatureFlag,
+    }  # fmt: skip
+    silent = []
+    for entry in load_catalog().entries:
+        remedy = entry.remedy.model_dump(mode="json")
+        call = remedy_call({"fault_id": entry.id, "target": entry.target, "remedy": remedy})
+        if call is None:
+            silent.append((entry.remedy.action, entry.remedy.field))
+            continue
+        tool, call_args = call
+        models[tool].model_validate(call_args)  # raises when the oracle would send arguments the tool rejects
+    assert {action for action, _ in silent} <= {"wait", "none", "update_config"}
+    assert {field for action, field in silent if action == "update_config"} == {"targetPort"}
+
+
+def test_remedies_map_to_their_tools() -> None:
+    base = {"fault_id": "f", "target": "ad"}
+    flag = remedy_call(
+        {**base, "remedy": {"action": "set_feature_flag", "field": "adFailure", "value": "off"}}
+    )
+    assert flag == ("set_feature_flag", {"incident_id": "oracle-f", "flag": "adFailure", "variant": "off"})
+    scale = remedy_call({**base, "remedy": {"action": "scale", "service": "cart", "value": 1}})
+    assert scale == ("scale_service", {"incident_id": "oracle-f", "service": "cart", "replicas": 1})
+    cleared = remedy_call({**base, "remedy": {"action": "update_config", "field": "resources/limits/cpu"}})
+    assert cleared == ("rollback_service", {"incident_id": "oracle-f", "service": "ad"})
+    assert remedy_call({**base, "remedy": {"action": "wait"}}) is None
