@@ -399,7 +399,7 @@ class Kubelet:
         state.failures += 1
         state.state = {"terminated": self._terminated(state, code, reason, verdict.exit_message, now)}
         state.started_at, state.ready = None, False
-        state.next_try = now + backoff(state.failures + 1) if state.failures > 1 else now
+        state.next_try = now + backoff(state.failures)
 
     def _terminated(
         self, state: ContainerTrack, code: int, reason: str, message: str | None, now: float
@@ -421,7 +421,7 @@ class Kubelet:
         waiting = state.state.get("waiting", {})
         if "terminated" in state.state:
             state.last_state = {"terminated": state.state["terminated"]}
-            delay = int(backoff(state.failures + 1))
+            delay = int(backoff(state.failures))
             pod_id = f"{pod['metadata']['name']}_{pod['metadata']['namespace']}({pod['metadata']['uid']})"
             state.state = {
                 "waiting": {

@@ -1,0 +1,264 @@
+"""Deployment, ReplicaSet and pod-lifecycle behaviour of the twin, driven directly through the Cluster."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from orchestrator.twin.cluster import Cluster
+from orchestrator.twin.resources import RESOURCE_TYPES
+from orchestrator.twin.selectors import parse_label_selector
+from orchestrator.twin.store import DEPLOYMENTS, ENDPOINTS, EVENTS, PODS, REPLICASETS
+from orchestrator.twin.store import NODES as NODE_OBJECTS
+from tests.twin.api.support import NAMESPACE, NODES, ScriptedRuntime, deployment, run, service, shop_manifests
+
+REVISION = "deployment.kubernetes.io/revision"
+
+
+def fresh(runtime: ScriptedRuntime | None = None, *docs: dict[str, Any]) -> Cluster:
+    made = Cluster(seed=5, nodes=NODES, runtime=runtime or ScriptedRuntime())
+    made.apply_manifests([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, *docs])
+    return made
+
+
+def pods_of(cluster: Cluster, app: str) -> list[dict[str, Any]]:
+    return cluster.store.list(PODS, NAMESPACE, labels=parse_label_selector(f"app={app}"))
+
+
+def container_status(pod: dict[str, Any]) -> dict[str, Any]:
+    statuses: list[dict[str, Any]] = pod["status"]["containerStatuses"]
+    return statuses[0]
+
+
+def set_template(cluster: Cluster, name: str, change: Any) -> None:
+    current = json.loads(json.dumps(cluster.store.get(DEPLOYMENTS, NAMESPACE, name)))
+    change(current["spec"]["template"])
+    cluster.store.replace(DEPLOYMENTS, current)
+
+
+def events(cluster: Cluster, reason: str) -> list[dict[str, Any]]:
+    return [e for e in cluster.store.list(EVENTS, NAMESPACE) if e["reason"] == reason]
+
+
+def test_a_template_change_creates_a_second_replicaset_with_revision_and_hash() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0", replicas=2))
+    run(cluster, 20)
+    set_template(cluster, "web", lambda t: t["spec"]["containers"][0].update(image="shop/frontend:1.1"))
+    run(cluster, 60)
+    sets = sorted(
+        cluster.store.list(REPLICASETS, NAMESPACE), key=lambda r: r["metadata"]["annotations"][REVISION]
+    )
+    assert [r["metadata"]["annotations"][REVISION] for r in sets] == ["1", "2"]
+    assert [r["spec"]["replicas"] for r in sets] == [0, 2]
+    digest = sets[1]["spec"]["template"]["metadata"]["labels"]["pod-template-hash"]
+    assert sets[1]["metadata"]["name"] == f"web-{digest}"
+    assert all(p["metadata"]["name"].startswith(f"web-{digest}-") for p in pods_of(cluster, "web"))
+    status = cluster.store.get(DEPLOYMENTS, NAMESPACE, "web")["status"]
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert progressing["reason"] == "NewReplicaSetAvailable"
+
+
+def test_a_rolling_update_respects_max_surge_and_max_unavailable() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0", replicas=4))
+    run(cluster, 30)
+    set_template(cluster, "web", lambda t: t["spec"]["containers"][0].update(image="shop/frontend:1.1"))
+    totals, available = [], []
+    for _ in range(30):
+        run(cluster, 5)
+        pods = [p for p in pods_of(cluster, "web") if not p["metadata"].get("deletionTimestamp")]
+        totals.append(len(pods))
+        status = cluster.store.get(DEPLOYMENTS, NAMESPACE, "web")["status"]
+        available.append(status.get("availableReplicas", 0))
+    assert max(totals) == 5  # 25% of 4 surges one pod
+    assert min(available) >= 3  # and 25% of 4 lets one be unavailable
+    images = {p["spec"]["containers"][0]["image"] for p in pods_of(cluster, "web")}
+    assert images == {"shop/frontend:1.1"}
+
+
+def test_reapplying_an_old_template_reuses_its_replicaset_as_the_newest_revision() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0"))
+    run(cluster, 20)
+    first = cluster.store.list(REPLICASETS, NAMESPACE)[0]["metadata"]["name"]
+    set_template(cluster, "web", lambda t: t["spec"]["containers"][0].update(image="shop/frontend:1.1"))
+    run(cluster, 30)
+    set_template(cluster, "web", lambda t: t["spec"]["containers"][0].update(image="shop/frontend:1.0"))
+    run(cluster, 30)
+    reused = cluster.store.get(REPLICASETS, NAMESPACE, first)
+    assert reused["metadata"]["annotations"][REVISION] == "3"
+    assert reused["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"] == "1"
+    assert reused["spec"]["replicas"] == 1
+    assert len(cluster.store.list(REPLICASETS, NAMESPACE)) == 2
+
+
+def test_revision_history_limit_prunes_the_oldest_idle_replicasets() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0", revisionHistoryLimit=1))
+    run(cluster, 20)
+    for version in ("v2", "v3", "v4"):
+        set_template(
+            cluster,
+            "web",
+            lambda t, v=version: t["spec"]["containers"][0]["env"].append({"name": "RELEASE", "value": v}),
+        )
+        run(cluster, 40)
+    revisions = sorted(
+        int(r["metadata"]["annotations"][REVISION]) for r in cluster.store.list(REPLICASETS, NAMESPACE)
+    )
+    assert revisions == [3, 4]
+
+
+def test_a_crashing_container_restarts_with_exponential_backoff() -> None:
+    runtime = ScriptedRuntime(crashing={"shop/cart:1.0"})
+    cluster = fresh(runtime, deployment("cart", image="shop/cart:1.0"))
+    messages: list[str] = []
+    restarts: list[tuple[float, int]] = []
+    for _ in range(180):
+        run(cluster, 5)
+        status = container_status(pods_of(cluster, "cart")[0])
+        waiting = status["state"].get("waiting", {})
+        if waiting.get("reason") == "CrashLoopBackOff" and waiting["message"].split()[1] not in messages:
+            messages.append(waiting["message"].split()[1])
+        if not restarts or restarts[-1][1] != status["restartCount"]:
+            restarts.append((cluster.now, status["restartCount"]))
+    assert messages[:6] == ["10s", "20s", "40s", "1m20s", "2m40s", "5m0s"]
+    gaps = [b[0] - a[0] for a, b in zip(restarts[1:], restarts[2:], strict=False)]
+    assert gaps[:5] == [10.0, 20.0, 40.0, 80.0, 160.0]  # the first restart is immediate, as the kubelet's
+    assert max(gaps) == 300.0
+    pod = pods_of(cluster, "cart")[0]
+    terminated = container_status(pod)["lastState"]["terminated"]
+    assert (terminated["reason"], terminated["exitCode"]) == ("Error", 1)
+    assert terminated["message"] == "panic: cannot connect to redis"
+    assert pod["status"]["phase"] == "Running"
+    assert events(cluster, "BackOff")[0]["type"] == "Warning"
+
+
+def test_an_oom_killed_container_shows_its_last_state_and_a_node_event() -> None:
+    runtime = ScriptedRuntime(oom={"shop/cart:1.0"})
+    cluster = fresh(runtime, deployment("cart", image="shop/cart:1.0"))
+    run(cluster, 30)
+    status = container_status(pods_of(cluster, "cart")[0])
+    assert status["lastState"]["terminated"]["reason"] == "OOMKilled"
+    assert status["lastState"]["terminated"]["exitCode"] == 137
+    assert status["restartCount"] >= 1
+    node_events = [e for e in cluster.store.list(EVENTS, "default") if e["reason"] == "OOMKilling"]
+    assert node_events and node_events[0]["involvedObject"]["kind"] == "Node"
+
+
+def test_an_unknown_image_is_err_image_pull_then_image_pull_backoff() -> None:
+    cluster = fresh(None, deployment("cart", image="shop/cart:missing"))
+    run(cluster, 10)
+    first = container_status(pods_of(cluster, "cart")[0])["state"]["waiting"]["reason"]
+    run(cluster, 5)
+    second = container_status(pods_of(cluster, "cart")[0])["state"]["waiting"]["reason"]
+    assert (first, second) == ("ErrImagePull", "ImagePullBackOff")
+    assert pods_of(cluster, "cart")[0]["status"]["phase"] == "Pending"
+    assert any("not found" in e["message"] for e in events(cluster, "Failed"))
+
+
+def test_an_unschedulable_pod_stays_pending_with_a_failed_scheduling_event() -> None:
+    runtime = ScriptedRuntime(too_big={"shop/cart:1.0"})
+    cluster = fresh(runtime, deployment("cart", image="shop/cart:1.0"))
+    run(cluster, 30)
+    pod = pods_of(cluster, "cart")[0]
+    assert pod["status"]["phase"] == "Pending" and "nodeName" not in pod["spec"]
+    scheduled = pod["status"]["conditions"][0]
+    assert (scheduled["type"], scheduled["reason"]) == ("PodScheduled", "Unschedulable")
+    assert events(cluster, "FailedScheduling")[0]["message"].startswith("0/3 nodes are available")
+
+
+def test_requests_larger_than_any_node_leave_a_pod_pending() -> None:
+    big = deployment("cart", image="shop/cart:1.0")
+    big["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"memory": "64Gi"}}
+    cluster = fresh(None, big)
+    run(cluster, 15)
+    assert "Insufficient memory" in events(cluster, "FailedScheduling")[0]["message"]
+
+
+def test_replicas_spread_over_nodes_and_zones() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0", replicas=3))
+    run(cluster, 10)
+    nodes = {p["spec"]["nodeName"] for p in pods_of(cluster, "web")}
+    zones = {
+        cluster.store.get(NODE_OBJECTS, "", n)["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        for n in nodes
+    }
+    assert len(nodes) == 3 and zones == {"zone-a", "zone-b"}
+
+
+def test_a_stuck_rollout_reports_progress_deadline_exceeded() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0", progressDeadlineSeconds=60))
+    run(cluster, 20)
+    set_template(cluster, "web", lambda t: t["spec"]["containers"][0].update(image="shop/frontend:broken"))
+    run(cluster, 120)
+    conditions = {
+        c["type"]: c for c in cluster.store.get(DEPLOYMENTS, NAMESPACE, "web")["status"]["conditions"]
+    }
+    assert (conditions["Progressing"]["status"], conditions["Progressing"]["reason"]) == (
+        "False",
+        "ProgressDeadlineExceeded",
+    )
+    assert conditions["Available"]["status"] == "True"  # the old pod still serves
+
+
+def test_a_restarted_at_annotation_rolls_the_pods() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0"))
+    run(cluster, 20)
+    before = {p["metadata"]["name"] for p in pods_of(cluster, "web")}
+    set_template(
+        cluster,
+        "web",
+        lambda t: (
+            t["metadata"]
+            .setdefault("annotations", {})
+            .update({"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:20Z"})
+        ),
+    )
+    run(cluster, 40)
+    after = {p["metadata"]["name"] for p in pods_of(cluster, "web")}
+    assert len(after) == 1 and not before & after
+
+
+def test_endpoints_hold_ready_pods_and_unready_ones_apart() -> None:
+    runtime = ScriptedRuntime(unready={"shop/cart:1.0"})
+    cluster = fresh(
+        runtime,
+        deployment("web", image="shop/frontend:1.0"),
+        service("web"),
+        deployment("cart", image="shop/cart:1.0"),
+        service("cart", 7070),
+    )
+    run(cluster, 20)
+    web = cluster.store.get(ENDPOINTS, NAMESPACE, "web")["subsets"][0]
+    cart = cluster.store.get(ENDPOINTS, NAMESPACE, "cart")["subsets"][0]
+    assert len(web["addresses"]) == 1 and "notReadyAddresses" not in web
+    assert web["ports"] == [{"port": 8080, "protocol": "TCP", "name": "http"}]
+    assert len(cart["notReadyAddresses"]) == 1 and "addresses" not in cart
+    assert any(e["message"].startswith("Readiness probe failed") for e in events(cluster, "Unhealthy"))
+
+
+def test_deleting_a_deployment_collects_its_replicasets_and_pods() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0", replicas=2))
+    run(cluster, 20)
+    cluster.store.delete(DEPLOYMENTS, NAMESPACE, "web")
+    run(cluster, 10)
+    assert cluster.store.list(REPLICASETS, NAMESPACE) == [] and pods_of(cluster, "web") == []
+
+
+def test_a_settled_cluster_writes_nothing_when_stepped() -> None:
+    cluster = fresh(None, *shop_manifests()[1:])
+    run(cluster, 30)
+    version = cluster.store.resource_version
+    run(cluster, 300)
+    assert cluster.store.resource_version == version
+
+
+def test_two_clusters_given_the_same_calls_hold_identical_objects() -> None:
+    def world() -> str:
+        cluster = fresh(ScriptedRuntime(crashing={"shop/cart:1.1"}), *shop_manifests()[1:])
+        run(cluster, 30)
+        set_template(cluster, "cart", lambda t: t["spec"]["containers"][0].update(image="shop/cart:1.1"))
+        run(cluster, 120)
+        return json.dumps({r.plural: cluster.store.list(r) for r in RESOURCE_TYPES}, sort_keys=True)
+
+    first, second = world(), world()
+    assert first == second
+    assert '"restartCount": 0' in first and "CrashLoopBackOff" in first
