@@ -164,6 +164,9 @@ def plan_oracle(
     """Reports and remedy calls for this invocation, and the state after it (no side effects)."""
     new = copy.deepcopy(state)
     faults: dict[str, dict[str, Any]] = new.setdefault("faults", {})
+    # Without the boundary time, the newest alert change is a lower bound of "now" the history proves.
+    times = [t for alert in alerts for t in (alert.starts_at, alert.ends_at) if t is not None]
+    now_s = truth.now_s if truth.now_s is not None else max(times, default=None)
     listed = {fault.fault_id for fault in truth.faults}
     for fault_id, known in faults.items():
         if fault_id not in listed and known.get("window_end_s") is None:
@@ -178,7 +181,8 @@ def plan_oracle(
         known.update(listed_fault.model_dump(mode="json", exclude={"namespace", "revert_s"}))
         known["namespace"] = listed_fault.namespace or truth.namespace or namespace
         known["grace_s"] = truth.grace_s
-        known["last_seen_s"] = truth.now_s
+        if now_s is not None:
+            known["last_seen_s"] = max(now_s, known.get("last_seen_s") or now_s)
         revert_s = listed_fault.revert_s
         known["active"] = revert_s is None
         known["window_end_s"] = None if revert_s is None else revert_s + truth.grace_s

@@ -128,3 +128,15 @@ def test_remedies_map_to_their_tools() -> None:
     cleared = remedy_call({**base, "remedy": {"action": "update_config", "field": "resources/limits/cpu"}})
     assert cleared == ("rollback_service", {"incident_id": "oracle-f", "service": "ad"})
     assert remedy_call({**base, "remedy": {"action": "wait"}}) is None
+
+
+def test_without_a_boundary_time_the_newest_alert_bounds_a_reverted_faults_window() -> None:
+    listed = Truth.model_validate({"faults": [CART]})
+    seen = [alert("a1", "ServiceHighErrorRatio", 130.0, service="cartservice")]
+    first = plan_oracle(seen, listed, {}, namespace=NS)
+    assert first.state["faults"]["f1"]["last_seen_s"] == 130.0
+    later = [*seen, alert("a2", "ServiceHighErrorRatio", 135.0, service="frontend"),
+             alert("a3", "ServiceHighErrorRatio", 200.0, service="frontend")]  # fmt: skip
+    plan = plan_oracle(later, Truth(), first.state, namespace=NS)
+    assert plan.reports == ()
+    assert plan.state["faults"]["f1"]["alert_ids"] == ["a1"], "nothing proves f1 was live after 130 s"
