@@ -1,4 +1,4 @@
-"""The deployment and replicaset controllers and the garbage collector, run once per simulated step.
+"""The deployment controller and the garbage collector, run once per simulated step.
 
 They follow the upstream algorithms closely enough that ``kubectl rollout status|history|undo`` read the
 same story a real cluster tells: a ReplicaSet per template (pod-template-hash, revision annotations),
@@ -8,97 +8,32 @@ rolling updates bounded by maxSurge/maxUnavailable, Available/Progressing condit
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable
 from typing import Any
 
 from orchestrator.twin.events import EventRecorder
 from orchestrator.twin.store import DEPLOYMENTS, PODS, REPLICASETS, Obj, Store
-from orchestrator.twin.timefmt import parse_rfc3339, rfc3339
-
-REVISION = "deployment.kubernetes.io/revision"
-REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
-DESIRED = "deployment.kubernetes.io/desired-replicas"
-MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
-HASH_LABEL = "pod-template-hash"
-_NOT_COPIED = {
-    "kubectl.kubernetes.io/last-applied-configuration",
+from orchestrator.twin.workloads import (
+    DESIRED,
+    HASH_LABEL,
+    MAX_REPLICAS,
+    NOT_COPIED,
     REVISION,
     REVISION_HISTORY,
-    DESIRED,
-    MAX_REPLICAS,
-}
-_SAFE = "bcdfghjklmnpqrstvwxz2456789"
-_SETTLED = ("NewReplicaSetAvailable", "ProgressDeadlineExceeded")
-
-
-def controller_uid(obj: Obj) -> str | None:
-    for ref in obj["metadata"].get("ownerReferences") or ():
-        if ref.get("controller"):
-            return str(ref.get("uid"))
-    return None
-
-
-def owner_reference(owner: Obj) -> dict[str, Any]:
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def template_hash(template: Obj, collisions: int = 0) -> str:
-    """pod-template-hash: FNV-1a of the template, encoded with the API server's safe alphabet."""
-    digest = 0x811C9DC5
-    for byte in json.dumps(template, sort_keys=True, separators=(",", ":")).encode():
-        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
-    if collisions:
-        for byte in str(collisions).encode():
-            digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(digest))
-
-
-def without_hash(template: Obj) -> Obj:
-    labels = (template.get("metadata") or {}).get("labels") or {}
-    if HASH_LABEL not in labels:
-        return template
-    rest = {k: v for k, v in labels.items() if k != HASH_LABEL}
-    return {**template, "metadata": {**template["metadata"], "labels": rest}}
-
-
-def revision(obj: Obj) -> int:
-    try:
-        return int((obj["metadata"].get("annotations") or {}).get(REVISION, "0"))
-    except ValueError:
-        return 0
-
-
-def resolve_fraction(value: Any, total: int, *, round_up: bool) -> int:
-    """An IntOrString like ``25%`` or ``1`` against ``total``, rounded as upstream rounds each bound."""
-    if isinstance(value, str) and value.endswith("%"):
-        scaled = total * float(value[:-1]) / 100
-        return math.ceil(scaled) if round_up else math.floor(scaled)
-    return int(value) if value is not None else 0
-
-
-def _condition(kind: str, status: str, reason: str, message: str, now: float, old: Obj | None) -> Obj:
-    """A condition that keeps its transition time while its status holds, as controllers do."""
-    stamp = rfc3339(now)
-    transition = old["lastTransitionTime"] if old and old.get("status") == status else stamp
-    update = stamp
-    if old and old.get("status") == status and old.get("reason") == reason and old.get("message") == message:
-        update = old.get("lastUpdateTime", stamp)
-    return {
-        "type": kind,
-        "status": status,
-        "lastUpdateTime": update,
-        "lastTransitionTime": transition,
-        "reason": reason,
-        "message": message,
-    }
+    SETTLED,
+    condition,
+    controller_uid,
+    deployment_status,
+    group_by_owner,
+    object_key,
+    ordered,
+    owner_reference,
+    revision,
+    status_count,
+    surge_of,
+    template_hash,
+    unavailable_of,
+    without_hash,
+)
 
 
 class WorkloadControllers:
@@ -119,12 +54,12 @@ class WorkloadControllers:
             return
         self._seen_deletions = self.store.deletions
         alive = {d["metadata"]["uid"] for d in self.store.values(DEPLOYMENTS)}
-        for rs in sorted(self.store.values(REPLICASETS), key=_key):
+        for rs in sorted(self.store.values(REPLICASETS), key=object_key):
             owner = controller_uid(rs)
             if owner is not None and owner not in alive:
                 self.store.delete(REPLICASETS, rs["metadata"]["namespace"], rs["metadata"]["name"])
         alive_rs = {r["metadata"]["uid"] for r in self.store.values(REPLICASETS)}
-        for pod in sorted(self.store.values(PODS), key=_key):
+        for pod in sorted(self.store.values(PODS), key=object_key):
             owner = controller_uid(pod)
             if owner is not None and owner not in alive_rs and not pod["metadata"].get("deletionTimestamp"):
                 delete_pod(pod, now)
@@ -134,8 +69,8 @@ class WorkloadControllers:
     def reconcile_deployments(self, now: float) -> None:
         if not self.store.changed_since(self._reconciled, DEPLOYMENTS, REPLICASETS):
             return
-        by_owner = _group_by_owner(self.store.values(REPLICASETS))
-        for deployment in sorted(self.store.values(DEPLOYMENTS), key=_key):
+        by_owner = group_by_owner(self.store.values(REPLICASETS))
+        for deployment in sorted(self.store.values(DEPLOYMENTS), key=object_key):
             self._reconcile_deployment(deployment, by_owner.get(deployment["metadata"]["uid"], []), now)
         self._reconciled = self.store.resource_version
 
@@ -146,7 +81,7 @@ class WorkloadControllers:
         template = spec["template"]
         new_rs = next((r for r in owned if without_hash(r["spec"]["template"]) == template), None)
         max_revision = max((revision(r) for r in owned), default=0)
-        surge = self._surge(spec, replicas)
+        surge = surge_of(spec, replicas)
         if new_rs is None and not spec.get("paused"):
             new_rs = self._create_replicaset(deployment, max_revision + 1, replicas, surge, now)
             owned.append(new_rs)
@@ -161,15 +96,6 @@ class WorkloadControllers:
         self._sync_revision_annotation(deployment, new_rs)
         self._clean_history(deployment, old)
 
-    def _surge(self, spec: Obj, replicas: int) -> int:
-        rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
-        return resolve_fraction(rolling.get("maxSurge", "25%"), replicas, round_up=True)
-
-    def _unavailable(self, spec: Obj, replicas: int, surge: int) -> int:
-        rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
-        unavailable = resolve_fraction(rolling.get("maxUnavailable", "25%"), replicas, round_up=False)
-        return 1 if unavailable == 0 and surge == 0 else min(unavailable, replicas)
-
     def _create_replicaset(self, deployment: Obj, rev: int, replicas: int, surge: int, now: float) -> Obj:
         meta = deployment["metadata"]
         template = json.loads(json.dumps(deployment["spec"]["template"]))
@@ -178,7 +104,7 @@ class WorkloadControllers:
         template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = digest
         selector = json.loads(json.dumps(deployment["spec"]["selector"]))
         selector.setdefault("matchLabels", {})[HASH_LABEL] = digest
-        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in _NOT_COPIED}
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in NOT_COPIED}
         annotations.update({DESIRED: str(replicas), MAX_REPLICAS: str(replicas + surge), REVISION: str(rev)})
         rs: Obj = {
             "apiVersion": "apps/v1",
@@ -211,7 +137,7 @@ class WorkloadControllers:
         history = [h for h in annotations.get(REVISION_HISTORY, "").split(",") if h]
         history.append(annotations.get(REVISION, "0"))
         copied = {
-            k: v for k, v in (deployment["metadata"].get("annotations") or {}).items() if k not in _NOT_COPIED
+            k: v for k, v in (deployment["metadata"].get("annotations") or {}).items() if k not in NOT_COPIED
         }
         annotations.update(copied)
         replicas = int(deployment["spec"].get("replicas", 1))
@@ -232,7 +158,7 @@ class WorkloadControllers:
         replicas = int(deployment["spec"].get("replicas", 1))
         annotations = dict(rs["metadata"].get("annotations") or {})
         annotations[DESIRED] = str(replicas)
-        annotations[MAX_REPLICAS] = str(replicas + self._surge(deployment["spec"], replicas))
+        annotations[MAX_REPLICAS] = str(replicas + surge_of(deployment["spec"], replicas))
         updated = self.store.put(
             REPLICASETS,
             {
@@ -253,8 +179,8 @@ class WorkloadControllers:
 
     def _roll(self, deployment: Obj, new_rs: Obj, old: list[Obj], replicas: int, now: float) -> Obj:
         spec = deployment["spec"]
-        surge = self._surge(spec, replicas)
-        unavailable = self._unavailable(spec, replicas, surge)
+        surge = surge_of(spec, replicas)
+        unavailable = unavailable_of(spec, replicas, surge)
         active_old = [r for r in old if r["spec"].get("replicas", 0) > 0]
         if not active_old:
             # A scaling event, or a finished rollout: the only active ReplicaSet follows spec.replicas.
@@ -279,7 +205,7 @@ class WorkloadControllers:
         every = [new_rs, *old]
         all_count = sum(int(r["spec"].get("replicas", 0)) for r in every)
         min_available = replicas - unavailable
-        new_unavailable = int(new_rs["spec"].get("replicas", 0)) - _status(new_rs, "availableReplicas")
+        new_unavailable = int(new_rs["spec"].get("replicas", 0)) - status_count(new_rs, "availableReplicas")
         budget = all_count - min_available - new_unavailable
         if budget <= 0:
             return
@@ -287,13 +213,13 @@ class WorkloadControllers:
         scaled: dict[str, Obj] = {}
         for rs in old:  # first the unhealthy replicas of old sets: removing them costs no availability
             count = int(rs["spec"].get("replicas", 0))
-            available = _status(rs, "availableReplicas")
+            available = status_count(rs, "availableReplicas")
             if done >= budget or count == 0 or count <= available:
                 continue
             cut = min(budget - done, count - available)
             scaled[rs["metadata"]["uid"]] = self.scale_replicaset(deployment, rs, count - cut, now)
             done += cut
-        available_total = sum(_status(r, "availableReplicas") for r in every)
+        available_total = sum(status_count(r, "availableReplicas") for r in every)
         total_cut = available_total - min_available
         cut_so_far = 0
         for original in old:
@@ -313,7 +239,7 @@ class WorkloadControllers:
             if int(rs["spec"].get("replicas", 0)) > 0:
                 self.scale_replicaset(deployment, rs, 0, now)
                 running_old = True
-            elif _status(rs, "replicas") > 0:
+            elif status_count(rs, "replicas") > 0:
                 running_old = True
         if not running_old:
             self.scale_replicaset(deployment, new_rs, replicas, now)
@@ -340,7 +266,7 @@ class WorkloadControllers:
             (
                 r
                 for r in idle
-                if r is not None and r["spec"].get("replicas", 0) == 0 and _status(r, "replicas") == 0
+                if r is not None and r["spec"].get("replicas", 0) == 0 and status_count(r, "replicas") == 0
             ),
             key=revision,
         )
@@ -354,8 +280,8 @@ class WorkloadControllers:
         status = dict(current.get("status") or {})
         conditions = [c for c in status.get("conditions") or [] if c["type"] != "Progressing"]
         old = next((c for c in status.get("conditions") or [] if c["type"] == "Progressing"), None)
-        conditions.append(_condition("Progressing", "True", reason, message, now, old))
-        status["conditions"] = _ordered(conditions)
+        conditions.append(condition("Progressing", "True", reason, message, now, old))
+        status["conditions"] = ordered(conditions)
         self.store.put(DEPLOYMENTS, {**current, "status": status})
 
     def update_deployment_status(self, now: float) -> None:
@@ -363,150 +289,15 @@ class WorkloadControllers:
             self._status_synced, DEPLOYMENTS, REPLICASETS
         ):
             return
-        by_owner = _group_by_owner(self.store.values(REPLICASETS))
+        by_owner = group_by_owner(self.store.values(REPLICASETS))
         in_progress = False
-        for deployment in sorted(self.store.values(DEPLOYMENTS), key=_key):
+        for deployment in sorted(self.store.values(DEPLOYMENTS), key=object_key):
             owned = by_owner.get(deployment["metadata"]["uid"], [])
-            status = self._deployment_status(deployment, owned, now)
+            status = deployment_status(deployment, owned, now)
             if status != deployment.get("status"):
                 self.store.put(DEPLOYMENTS, {**deployment, "status": status})
             progressing = next((c for c in status["conditions"] if c["type"] == "Progressing"), None)
-            if progressing is not None and progressing.get("reason") not in _SETTLED:
+            if progressing is not None and progressing.get("reason") not in SETTLED:
                 in_progress = True
         self._in_progress = in_progress
         self._status_synced = self.store.resource_version
-
-    def _deployment_status(self, deployment: Obj, owned: list[Obj], now: float) -> Obj:
-        spec = deployment["spec"]
-        replicas = int(spec.get("replicas", 1))
-        template = spec["template"]
-        new_rs = next((r for r in owned if without_hash(r["spec"]["template"]) == template), None)
-        old_status = deployment.get("status") or {}
-        counts = {
-            "replicas": sum(_status(r, "replicas") for r in owned),
-            "updatedReplicas": _status(new_rs, "replicas") if new_rs else 0,
-            "readyReplicas": sum(_status(r, "readyReplicas") for r in owned),
-            "availableReplicas": sum(_status(r, "availableReplicas") for r in owned),
-        }
-        status: Obj = {"observedGeneration": deployment["metadata"].get("generation", 1)}
-        status.update({k: v for k, v in counts.items() if v})
-        status["replicas"] = counts["replicas"]
-        unavailable = max(replicas - counts["availableReplicas"], 0)
-        if unavailable:
-            status["unavailableReplicas"] = unavailable
-        if "collisionCount" in old_status:
-            status["collisionCount"] = old_status["collisionCount"]
-        previous = {c["type"]: c for c in old_status.get("conditions") or []}
-        surge = self._surge(spec, replicas)
-        min_available = replicas - self._unavailable(spec, replicas, surge)
-        if counts["availableReplicas"] >= min_available:
-            available = _condition(
-                "Available",
-                "True",
-                "MinimumReplicasAvailable",
-                "Deployment has minimum availability.",
-                now,
-                previous.get("Available"),
-            )
-        else:
-            available = _condition(
-                "Available",
-                "False",
-                "MinimumReplicasUnavailable",
-                "Deployment does not have minimum availability.",
-                now,
-                previous.get("Available"),
-            )
-        conditions = [available]
-        progressing = self._progressing(
-            deployment, new_rs, counts, replicas, previous.get("Progressing"), now
-        )
-        if progressing is not None:
-            conditions.append(progressing)
-        status["conditions"] = _ordered(conditions)
-        return status
-
-    def _progressing(
-        self,
-        deployment: Obj,
-        new_rs: Obj | None,
-        counts: dict[str, int],
-        replicas: int,
-        old: Obj | None,
-        now: float,
-    ) -> Obj | None:
-        if new_rs is None:
-            return old
-        name = new_rs["metadata"]["name"]
-        complete = (
-            counts["updatedReplicas"] == replicas
-            and counts["replicas"] == replicas
-            and counts["availableReplicas"] >= replicas
-        )
-        if complete:
-            return _condition(
-                "Progressing",
-                "True",
-                "NewReplicaSetAvailable",
-                f'ReplicaSet "{name}" has successfully progressed.',
-                now,
-                old,
-            )
-        before = deployment.get("status") or {}
-        # Progress is what upstream counts: more updated, ready or available pods, or fewer old ones.
-        progressed = any(
-            counts[k] > int(before.get(k, 0))
-            for k in ("updatedReplicas", "readyReplicas", "availableReplicas")
-        )
-        old_pods = counts["replicas"] - counts["updatedReplicas"]
-        progressed = progressed or old_pods < int(before.get("replicas", 0)) - int(
-            before.get("updatedReplicas", 0)
-        )
-        if progressed or old is None:
-            stamp = rfc3339(now)
-            transition = old["lastTransitionTime"] if old and old.get("status") == "True" else stamp
-            return {
-                "type": "Progressing",
-                "status": "True",
-                "lastUpdateTime": stamp,
-                "lastTransitionTime": transition,
-                "reason": "ReplicaSetUpdated",
-                "message": f'ReplicaSet "{name}" is progressing.',
-            }
-        if old.get("reason") in ("NewReplicaSetAvailable", "ProgressDeadlineExceeded"):
-            return old
-        deadline = int(deployment["spec"].get("progressDeadlineSeconds", 600))
-        if now - parse_rfc3339(old.get("lastUpdateTime") or rfc3339(now)) > deadline:
-            return _condition(
-                "Progressing",
-                "False",
-                "ProgressDeadlineExceeded",
-                f'ReplicaSet "{name}" has timed out progressing.',
-                now,
-                old,
-            )
-        return old
-
-
-def _status(obj: Obj | None, field: str) -> int:
-    if obj is None:
-        return 0
-    return int((obj.get("status") or {}).get(field, 0))
-
-
-def _ordered(conditions: list[Obj]) -> list[Obj]:
-    order = {"Available": 0, "Progressing": 1, "ReplicaFailure": 2}
-    return sorted(conditions, key=lambda c: order.get(c["type"], 9))
-
-
-def _key(obj: Obj) -> tuple[str, str]:
-    return (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-
-
-def _group_by_owner(objects: Iterable[Obj]) -> dict[str, list[Obj]]:
-    grouped: dict[str, list[Obj]] = {}
-    for obj in objects:
-        owner = controller_uid(obj)
-        if owner is not None:
-            grouped.setdefault(owner, []).append(obj)
-    return grouped

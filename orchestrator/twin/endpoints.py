@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.twin.controllers import _key
 from orchestrator.twin.replicasets import pod_ready
 from orchestrator.twin.resources import CHAOS_GROUP, RESOURCE_TYPES
 from orchestrator.twin.selectors import labels_match, selector_from_match
 from orchestrator.twin.store import ENDPOINTS, PODS, SERVICES, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339, rfc3339
+from orchestrator.twin.workloads import object_key
 
 CHAOS_TYPES = tuple(r for r in RESOURCE_TYPES if r.group == CHAOS_GROUP)
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -53,7 +53,7 @@ class EndpointsController:
         for pod in self.store.values(PODS):
             if (pod.get("status") or {}).get("podIP") and not pod["metadata"].get("deletionTimestamp"):
                 by_namespace.setdefault(pod["metadata"]["namespace"], []).append(pod)
-        for service in sorted(self.store.values(SERVICES), key=_key):
+        for service in sorted(self.store.values(SERVICES), key=object_key):
             selector = (service.get("spec") or {}).get("selector")
             if not selector:
                 continue  # endpoints of a selector-less service are written by hand
@@ -156,7 +156,7 @@ class ChaosStatusController:
 
     def sync(self, now: float) -> None:
         for rtype in CHAOS_TYPES:
-            for chaos in sorted(self.store.values(rtype), key=_key):
+            for chaos in sorted(self.store.values(rtype), key=object_key):
                 status = self._status(chaos, now)
                 if status != chaos.get("status"):
                     self.store.put(rtype, {**chaos, "status": status})
@@ -173,7 +173,7 @@ class ChaosStatusController:
         )
         if selector.get("pods"):
             listed = {(ns, name) for ns, names in selector["pods"].items() for name in names}
-            matched = [p for p in self.store.values(PODS) if _key(p) in listed]
+            matched = [p for p in self.store.values(PODS) if object_key(p) in listed]
         else:
             matched = [p for ns in namespaces for p in self.store.list(PODS, ns, labels=requirements)]
         created = parse_rfc3339(chaos["metadata"]["creationTimestamp"])

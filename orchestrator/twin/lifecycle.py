@@ -7,59 +7,32 @@ changes, so a quiet cluster costs a verdict call per container per step and noth
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
-from typing import Any
-
 from orchestrator.rng import derive
-from orchestrator.twin.controllers import _key, controller_uid
 from orchestrator.twin.events import EventRecorder
 from orchestrator.twin.logs import LogBook
+from orchestrator.twin.podstate import (
+    BACKOFF_INITIAL_S,
+    BACKOFF_MAX_S,
+    BACKOFF_RESET_S,
+    CREATE_DELAY_S,
+    SCHEDULING_EVENT_EVERY_S,
+    TERMINATION_S,
+    ContainerTrack,
+    PodTrack,
+    backoff,
+    build_status,
+    go_duration,
+    image_size,
+    probe_failure,
+    probe_ready,
+    qos_class,
+    terminated_state,
+)
 from orchestrator.twin.runtime_protocol import ContainerVerdict, PodRuntime
 from orchestrator.twin.scheduling import NodeSlot, place, slots, unschedulable_message
 from orchestrator.twin.store import NODES, PODS, Obj, Store
 from orchestrator.twin.timefmt import rfc3339
-
-CREATE_DELAY_S = 2.0  # sandbox + container creation after binding
-TERMINATION_S = 2.0  # how long a deleted pod shows as Terminating before it is gone
-BACKOFF_INITIAL_S = 10.0
-BACKOFF_MAX_S = 300.0
-BACKOFF_RESET_S = 600.0  # a container that ran this long starts its backoff afresh, as the kubelet does
-SCHEDULING_EVENT_EVERY_S = 60.0
-
-
-def backoff(failures: int) -> float:
-    """Delay before restart number ``failures`` (1-based): 0, 10, 20, 40 ... capped at 300 seconds."""
-    if failures <= 1:
-        return 0.0
-    return float(min(BACKOFF_INITIAL_S * 2 ** (failures - 2), BACKOFF_MAX_S))
-
-
-@dataclass
-class ContainerTrack:
-    image: str
-    state: dict[str, Any] = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
-    last_state: dict[str, Any] = field(default_factory=dict)
-    started_at: float | None = None  # current attempt, while running
-    ever_started: bool = False
-    restarts: int = 0
-    failures: int = 0
-    next_try: float = 0.0
-    pull_failures: int = 0
-    ready: bool = False
-    container_id: str = ""
-
-
-@dataclass
-class PodTrack:
-    scheduled_at: float
-    node: str
-    ip: str
-    containers: dict[str, ContainerTrack] = field(default_factory=dict)
-    # What the last status write was built from, and the pod version it produced: a step that changes
-    # neither skips rebuilding the status.
-    written: tuple[Any, ...] = ()
-    written_rv: str = ""
+from orchestrator.twin.workloads import controller_uid, object_key
 
 
 class Kubelet:
@@ -123,7 +96,7 @@ class Kubelet:
     # -- the step ---------------------------------------------------------------------------------
     def step(self, now: float) -> None:
         nodes: dict[str, NodeSlot] | None = None
-        for pod in sorted(self.store.values(PODS), key=_key):
+        for pod in sorted(self.store.values(PODS), key=object_key):
             uid = pod["metadata"]["uid"]
             if uid in self._deleting:
                 if now - self._deleting[uid] >= TERMINATION_S:
@@ -229,7 +202,7 @@ class Kubelet:
                     f"Container {name} definition changed, will be restarted",
                 )
                 state.image = container["image"]
-                state.last_state = {"terminated": self._terminated(state, 137, "Error", None, now)}
+                state.last_state = {"terminated": terminated_state(state, 137, "Error", None, now)}
                 state.state, state.started_at, state.ready = (
                     {"waiting": {"reason": "ContainerCreating"}},
                     None,
@@ -308,7 +281,7 @@ class Kubelet:
                 now,
                 "Pulled",
                 f'Successfully pulled image "{image}" in 1.204s (1.204s including waiting). '
-                f"Image size: {_image_size(image)} bytes.",
+                f"Image size: {image_size(image)} bytes.",
             )
             self._images.setdefault(track.node, set()).add(image)
         else:
@@ -330,7 +303,7 @@ class Kubelet:
         if not verdict.starts or verdict.exit_reason:
             self._die(pod, track, container, state, verdict, now)
         else:
-            state.ready = self._probe_ready(container, state, verdict, now)
+            state.ready = probe_ready(container, state, verdict, now)
 
     def _while_running(
         self,
@@ -344,7 +317,7 @@ class Kubelet:
         if verdict.exit_reason or not verdict.starts:
             self._die(pod, track, container, state, verdict, now)
             return
-        ready = self._probe_ready(container, state, verdict, now)
+        ready = probe_ready(container, state, verdict, now)
         probe = container.get("readinessProbe")
         started_at = state.started_at if state.started_at is not None else now
         if not ready and probe and now - started_at >= probe.get("initialDelaySeconds", 0):
@@ -355,18 +328,9 @@ class Kubelet:
                 now,
                 "Unhealthy",
                 warning=True,
-                message=f"Readiness probe failed: {_probe_failure(probe, track.ip)}",
+                message=f"Readiness probe failed: {probe_failure(probe, track.ip)}",
             )
         state.ready = ready
-
-    def _probe_ready(
-        self, container: Obj, state: ContainerTrack, verdict: ContainerVerdict, now: float
-    ) -> bool:
-        probe = container.get("readinessProbe")
-        if not probe:
-            return True  # without a readiness probe a running container is ready, whatever the app does
-        started_at = state.started_at if state.started_at is not None else now
-        return verdict.ready and now - started_at >= probe.get("initialDelaySeconds", 0)
 
     def _die(
         self,
@@ -397,24 +361,9 @@ class Kubelet:
         if ran >= BACKOFF_RESET_S:
             state.failures = 0
         state.failures += 1
-        state.state = {"terminated": self._terminated(state, code, reason, verdict.exit_message, now)}
+        state.state = {"terminated": terminated_state(state, code, reason, verdict.exit_message, now)}
         state.started_at, state.ready = None, False
         state.next_try = now + backoff(state.failures)
-
-    def _terminated(
-        self, state: ContainerTrack, code: int, reason: str, message: str | None, now: float
-    ) -> Obj:
-        started = state.state.get("running", {}).get("startedAt", rfc3339(now))
-        terminated: Obj = {
-            "exitCode": code,
-            "reason": reason,
-            "startedAt": started,
-            "finishedAt": rfc3339(now),
-            "containerID": state.container_id,
-        }
-        if message:
-            terminated["message"] = message
-        return terminated
 
     def _while_backing_off(self, pod: Obj, track: PodTrack, container: Obj, state: ContainerTrack) -> None:
         name = container["name"]
@@ -426,7 +375,8 @@ class Kubelet:
             state.state = {
                 "waiting": {
                     "reason": "CrashLoopBackOff",
-                    "message": f"back-off {_duration(delay)} restarting failed container={name} pod={pod_id}",
+                    "message": f"back-off {go_duration(delay)} restarting failed "
+                    f"container={name} pod={pod_id}",
                 }
             }
         if state.state.get("waiting", {}).get("reason") == "CrashLoopBackOff":
@@ -476,102 +426,10 @@ class Kubelet:
 
     # -- status -----------------------------------------------------------------------------------
     def _write_status(self, current: Obj, track: PodTrack, now: float) -> None:
-        old_status = current.get("status") or {}
-        previous = {c["type"]: c for c in old_status.get("conditions") or []}
-        created = now >= track.scheduled_at + CREATE_DELAY_S
-        statuses = []
-        for container in current["spec"].get("containers") or []:
-            state = track.containers[container["name"]]
-            entry: Obj = {
-                "name": container["name"],
-                "state": state.state,
-                "lastState": state.last_state,
-                "ready": state.ready,
-                "restartCount": state.restarts,
-                "image": container["image"],
-                "imageID": _image_id(container["image"]) if state.ever_started else "",
-                "started": "running" in state.state,
-            }
-            if state.container_id:
-                entry["containerID"] = state.container_id
-            statuses.append(entry)
-        unready = [s["name"] for s in statuses if not s["ready"]]
-        all_started = all(track.containers[s["name"]].ever_started for s in statuses)
-        conditions = [
-            _cond("PodReadyToStartContainers", created, now, previous),
-            _cond("Initialized", True, now, previous),
-            _cond("Ready", not unready, now, previous, unready),
-            _cond("ContainersReady", not unready, now, previous, unready),
-            _cond("PodScheduled", True, now, previous),
-        ]
-        status: Obj = {
-            "phase": "Running" if all_started else "Pending",
-            "conditions": conditions,
-            "hostIP": self._host_ip(track.node),
-            "hostIPs": [{"ip": self._host_ip(track.node)}],
-            "startTime": rfc3339(track.scheduled_at),
-            "containerStatuses": statuses,
-            "qosClass": qos_class(current),
-        }
-        if created:
-            status["podIP"] = track.ip
-            status["podIPs"] = [{"ip": track.ip}]
-        if status != old_status:
+        status = build_status(current, track, now, host_ip=self._host_ip(track.node))
+        if status != current.get("status"):
             self.store.put(PODS, {**current, "status": status})
 
     def _host_ip(self, node_name: str) -> str:
         node = self.store.get(NODES, "", node_name)
         return str(node["status"]["addresses"][0]["address"])
-
-
-def _cond(kind: str, ok: bool, now: float, previous: dict[str, Obj], unready: list[str] | None = None) -> Obj:
-    status = "True" if ok else "False"
-    old = previous.get(kind)
-    condition: Obj = {
-        "type": kind,
-        "status": status,
-        "lastProbeTime": None,
-        "lastTransitionTime": old["lastTransitionTime"] if old and old["status"] == status else rfc3339(now),
-    }
-    if not ok and unready:
-        condition["reason"] = "ContainersNotReady"
-        condition["message"] = f"containers with unready status: [{' '.join(unready)}]"
-    return condition
-
-
-def qos_class(pod: Obj) -> str:
-    containers = pod["spec"].get("containers") or []
-    resources = [c.get("resources") or {} for c in containers]
-    if not any(r.get("requests") or r.get("limits") for r in resources):
-        return "BestEffort"
-    guaranteed = all(
-        set(r.get("limits") or {}) >= {"cpu", "memory"}
-        and all((r.get("requests") or {}).get(k, v) == v for k, v in (r.get("limits") or {}).items())
-        for r in resources
-    )
-    return "Guaranteed" if guaranteed else "Burstable"
-
-
-def _image_id(image: str) -> str:
-    repository = image.split("@")[0].rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
-    return f"{repository}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
-
-
-def _image_size(image: str) -> int:
-    return 20_000_000 + int(hashlib.sha256(image.encode()).hexdigest()[:6], 16) * 10
-
-
-def _duration(seconds: int) -> str:
-    minutes, rest = divmod(seconds, 60)
-    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
-
-
-def _probe_failure(probe: Obj, ip: str) -> str:
-    if "httpGet" in probe:
-        return "HTTP probe failed with statuscode: 503"
-    if "grpc" in probe:
-        port = probe["grpc"].get("port")
-        return f'timeout: failed to connect service "{ip}:{port}" within 1s: context deadline exceeded'
-    if "tcpSocket" in probe:
-        return f"dial tcp {ip}:{probe['tcpSocket'].get('port')}: connect: connection refused"
-    return "command failed with exit code 1"

@@ -6,10 +6,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from orchestrator.twin.controllers import _group_by_owner, _key, owner_reference
 from orchestrator.twin.events import EventRecorder
 from orchestrator.twin.store import PODS, REPLICASETS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339
+from orchestrator.twin.workloads import group_by_owner, object_key, owner_reference
 
 DeletePod = Callable[[Obj, float], None]
 
@@ -53,10 +53,10 @@ class ReplicaSetController:
     def reconcile(self, now: float) -> None:
         if not self.store.changed_since(self._reconciled, PODS, REPLICASETS):
             return
-        by_owner = _group_by_owner(
+        by_owner = group_by_owner(
             p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
         )
-        for rs in sorted(self.store.values(REPLICASETS), key=_key):
+        for rs in sorted(self.store.values(REPLICASETS), key=object_key):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             wanted = int(rs["spec"].get("replicas", 1))
             if len(pods) < wanted:
@@ -109,10 +109,10 @@ class ReplicaSetController:
         waiting = any(r["spec"].get("minReadySeconds") for r in self.store.values(REPLICASETS))
         if not waiting and not self.store.changed_since(self._status_synced, PODS, REPLICASETS):
             return
-        by_owner = _group_by_owner(
+        by_owner = group_by_owner(
             p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
         )
-        for rs in sorted(self.store.values(REPLICASETS), key=_key):
+        for rs in sorted(self.store.values(REPLICASETS), key=object_key):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             min_ready = int(rs["spec"].get("minReadySeconds", 0))
             ready = [p for p in pods if pod_ready(p)]
