@@ -147,6 +147,8 @@ def _read_rule_file(path: Path, raw: bytes, *, problems: list[Problem]) -> list[
         if group is None:
             continue
         interval = _duration(group.interval, ("groups", g, "interval"), report=report)
+        if group.limit:
+            report(("groups", g, "limit"), group.limit, "alert limits are not supported by the evaluator")
         for r, raw_rule in enumerate(group.rules):
             loc = ("groups", g, "rules", r)
             rule = _validated(RuleModel, raw_rule, loc=loc, report=report)

@@ -74,6 +74,7 @@ def test_every_problem_is_reported_with_file_field_and_value(tmp_path: Path) -> 
 groups:
   - name: a
     interval: 15 seconds
+    limit: 10
     rules:
       - alert: One
         expr: up
@@ -90,6 +91,7 @@ groups:
     text = str(caught.value)
     assert "rules.yaml" in text
     assert "groups.0.interval = 15 seconds" in text
+    assert "groups.0.limit = 10: alert limits are not supported" in text
     assert "groups.0.rules.0.for = soon" in text
     assert (
         "groups.0.rules.0.annotations.summary" in text
