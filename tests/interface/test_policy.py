@@ -223,21 +223,21 @@ def test_forbidden_outranks_the_mutation_limit() -> None:
 
 @given(st.integers(min_value=-50, max_value=50))
 def test_scaling_is_allowed_exactly_within_zero_to_ten(replicas: int) -> None:
-    decision, _ = _decide(a.ScaleService, **INCIDENT, service="cart", replicas=replicas)
+    decision, _ = _decide(a.ScaleService, CTX, **INCIDENT, service="cart", replicas=replicas)
     assert (decision == "allowed") == (0 <= replicas <= 10)
 
 
 @given(st.integers(min_value=1, max_value=10_000))
 def test_cpu_millicores_are_allowed_exactly_between_10m_and_4_cores(millicores: int) -> None:
     change = {"limits": {"cpu": f"{millicores}m"}}
-    decision, _ = _decide(a.UpdateConfig, **INCIDENT, service="cart", resources=change)
+    decision, _ = _decide(a.UpdateConfig, CTX, **INCIDENT, service="cart", resources=change)
     assert (decision == "allowed") == (10 <= millicores <= 4000)
 
 
 @given(st.integers(min_value=1, max_value=20_000))
 def test_memory_mebibytes_are_allowed_exactly_between_16mi_and_8gi(mebibytes: int) -> None:
     change = {"requests": {"memory": f"{mebibytes}Mi"}}
-    decision, _ = _decide(a.UpdateConfig, **INCIDENT, service="cart", resources=change)
+    decision, _ = _decide(a.UpdateConfig, CTX, **INCIDENT, service="cart", resources=change)
     assert (decision == "allowed") == (16 <= mebibytes <= 8192)
 
 

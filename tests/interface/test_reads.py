@@ -179,7 +179,7 @@ class _Querier:
     """Answers like Prometheus would, and remembers the (epoch) times it was asked about."""
 
     def __init__(self) -> None:
-        self.asked: list[tuple[float, ...]] = []
+        self.asked: list[tuple[float, ...]] = []  # (at,) or (start, end, step)
 
     def instant(self, query: str, *, at: float) -> list[Sample]:
         self.asked.append((at,))
@@ -202,7 +202,7 @@ def test_query_metrics_converts_schedule_time_and_hides_hidden_namespaces(shared
     backend = dataclasses.replace(shared_ob.backend, querier=querier)
     caller = ToolCaller(backend, shared_ob.records.append)
     instant = _ok(caller, "query_metrics", query="up")
-    assert querier.asked[-1] == (backend.origin_epoch_s + shared_ob.t,)
+    assert querier.asked[-1] == tuple([backend.origin_epoch_s + shared_ob.t])
     assert [s["labels"].get("service") for s in instant["series"]] == ["cart", "nan"]
     assert instant["series"][1]["value"] is None
     ranged = _ok(caller, "query_metrics", query="up", start_s=0, end_s=30, step_s=15)
