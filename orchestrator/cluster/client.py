@@ -142,7 +142,7 @@ class KubeClient:
         since_s: int | None = None,
         previous: bool = False,
     ) -> str:
-        options: dict[str, Any] = {"previous": previous, "timestamps": True}
+        options: dict[str, Any] = {"previous": previous}
         if container is not None:
             options["container"] = container
         if tail is not None:
