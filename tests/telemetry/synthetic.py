@@ -1,4 +1,4 @@
-"""A seeded synthetic Online Boutique run in the series of the contract (notes/series.md), for checking the
+"""A seeded synthetic Online Boutique run in the series of the contract (alert_rules/SERIES.md), for checking the
 rule pack's thresholds against healthy noise and for timing the evaluator; optional faults make it unhealthy.
 """
 
