@@ -12,10 +12,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from orchestrator.catalog.topology import Node
+from orchestrator.twin import defaults
+from orchestrator.twin.chaos import ChaosStatusController
 from orchestrator.twin.controllers import WorkloadControllers
-from orchestrator.twin.defaults import ServiceDefaults, deployment, pod, replicaset
 from orchestrator.twin.discovery import KUBERNETES_VERSION
-from orchestrator.twin.endpoints import ChaosStatusController, EndpointsController
+from orchestrator.twin.endpoints import EndpointsController
 from orchestrator.twin.events import EventRecorder
 from orchestrator.twin.lifecycle import Kubelet
 from orchestrator.twin.logs import LogBook
@@ -65,10 +66,11 @@ class Cluster:
         self.events = EventRecorder(self.store)
         self.store.defaulters.update(
             {
-                (DEPLOYMENTS.group, DEPLOYMENTS.plural): lambda obj, _old: deployment(obj),
-                (REPLICASETS.group, REPLICASETS.plural): lambda obj, _old: replicaset(obj),
-                (PODS.group, PODS.plural): lambda obj, _old: pod(obj),
-                (SERVICES.group, SERVICES.plural): ServiceDefaults(),
+                (DEPLOYMENTS.group, DEPLOYMENTS.plural): lambda obj, _old: defaults.deployment(obj),
+                (REPLICASETS.group, REPLICASETS.plural): lambda obj, _old: defaults.replicaset(obj),
+                (PODS.group, PODS.plural): lambda obj, _old: defaults.pod(obj),
+                (SERVICES.group, SERVICES.plural): defaults.ServiceDefaults(),
+                (NAMESPACES.group, NAMESPACES.plural): lambda obj, _old: defaults.namespace(obj),
             }
         )
         self.workloads = WorkloadControllers(self.store, self.events)

@@ -146,3 +146,16 @@ class ServiceDefaults:
         if spec.get("clusterIP") in (None, ""):
             spec["clusterIP"] = old_ip or self.allocate()
         spec.setdefault("clusterIPs", [spec["clusterIP"]])
+
+
+def namespace(obj: Obj) -> None:
+    """A namespace is Active from birth and labelled with its own name, as the API server does."""
+    meta = obj.setdefault("metadata", {})
+    if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+        labels = meta.setdefault("labels", {})
+        if isinstance(labels, dict):
+            labels["kubernetes.io/metadata.name"] = meta["name"]
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict):
+        spec.setdefault("finalizers", ["kubernetes"])
+    obj["status"] = {"phase": "Active"}

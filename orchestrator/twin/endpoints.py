@@ -1,18 +1,12 @@
-"""Endpoints from pods, and Chaos Mesh experiment status: the two derived-object controllers."""
+"""The endpoints controller: Endpoints and EndpointSlices of every selector Service, from its pods."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from orchestrator.twin.replicasets import pod_ready
-from orchestrator.twin.resources import CHAOS_GROUP, RESOURCE_TYPES
 from orchestrator.twin.selectors import labels_match, selector_from_match
-from orchestrator.twin.store import ENDPOINTS, PODS, SERVICES, Obj, Store
-from orchestrator.twin.timefmt import parse_rfc3339, rfc3339
+from orchestrator.twin.store import ENDPOINT_SLICES, ENDPOINTS, PODS, SERVICES, Obj, Store
+from orchestrator.twin.timefmt import rfc3339
 from orchestrator.twin.workloads import object_key
-
-CHAOS_TYPES = tuple(r for r in RESOURCE_TYPES if r.group == CHAOS_GROUP)
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def _target_port(port: Obj, pods: list[Obj]) -> int | None:
@@ -45,6 +39,7 @@ class EndpointsController:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._synced = -1
+        self._slices: dict[str, str] = {}  # service uid -> the name of its EndpointSlice
 
     def sync(self, now: float) -> None:
         if not self.store.changed_since(self._synced, PODS, SERVICES, ENDPOINTS):
@@ -68,7 +63,81 @@ class EndpointsController:
                 key=lambda p: tuple(int(x) for x in p["status"]["podIP"].split(".")),
             )
             self._write(service, pods, now)
+            self._write_slice(service, pods, now)
+        self._forget_deleted_services()
         self._synced = self.store.resource_version
+
+    def _forget_deleted_services(self) -> None:
+        alive = {s["metadata"]["uid"] for s in self.store.values(SERVICES)}
+        for uid in [u for u in self._slices if u not in alive]:
+            name = self._slices.pop(uid)
+            for found in self.store.list(ENDPOINT_SLICES):
+                if found["metadata"]["name"] == name:
+                    self.store.delete(ENDPOINT_SLICES, found["metadata"]["namespace"], name)
+                    endpoints = found["metadata"]["labels"]["kubernetes.io/service-name"]
+                    if self.store.find(ENDPOINTS, found["metadata"]["namespace"], endpoints) is not None:
+                        self.store.delete(ENDPOINTS, found["metadata"]["namespace"], endpoints)
+
+    def _write_slice(self, service: Obj, pods: list[Obj], now: float) -> None:
+        """The EndpointSlice kubectl describe reads: one per service, every pod with its conditions."""
+        meta = service["metadata"]
+        ports = [
+            {
+                k: v
+                for k, v in (
+                    ("name", p.get("name")),
+                    ("port", _target_port(p, pods)),
+                    ("protocol", p.get("protocol", "TCP")),
+                )
+                if v is not None
+            }
+            for p in service["spec"].get("ports") or []
+        ]
+        endpoints = [
+            {
+                "addresses": [p["status"]["podIP"]],
+                "conditions": {"ready": pod_ready(p), "serving": pod_ready(p), "terminating": False},
+                "nodeName": p["spec"].get("nodeName"),
+                "targetRef": {
+                    "kind": "Pod",
+                    "namespace": p["metadata"]["namespace"],
+                    "name": p["metadata"]["name"],
+                    "uid": p["metadata"]["uid"],
+                },
+            }
+            for p in pods
+        ]
+        name = self._slices.get(meta["uid"])
+        existing = self.store.find(ENDPOINT_SLICES, meta["namespace"], name) if name else None
+        if existing is None:
+            body: Obj = {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {
+                    "name": f"{meta['name']}-{self.store.random_suffix()}",
+                    "namespace": meta["namespace"],
+                    "labels": {
+                        "kubernetes.io/service-name": meta["name"],
+                        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+                    },
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Service",
+                            "name": meta["name"],
+                            "uid": meta["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "addressType": "IPv4",
+                "endpoints": endpoints,
+                "ports": ports,
+            }
+            self._slices[meta["uid"]] = self.store.create(ENDPOINT_SLICES, body)["metadata"]["name"]
+        elif existing.get("endpoints") != endpoints or existing.get("ports") != ports:
+            self.store.put(ENDPOINT_SLICES, {**existing, "endpoints": endpoints, "ports": ports})
 
     def _write(self, service: Obj, pods: list[Obj], now: float) -> None:
         meta = service["metadata"]
@@ -121,76 +190,3 @@ class EndpointsController:
         if subsets:
             updated["subsets"] = subsets
         self.store.put(ENDPOINTS, updated)
-
-
-def duration_seconds(text: Any) -> float | None:
-    """A Go duration (``30s``, ``5m``, ``1h30m``, ``500ms``) in seconds; None when absent or malformed."""
-    if not isinstance(text, str) or not text:
-        return None
-    total, number = 0.0, ""
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char.isdigit() or char == ".":
-            number += char
-            index += 1
-            continue
-        unit = "ms" if text.startswith("ms", index) else char
-        if unit not in _DURATION_UNITS or not number:
-            return None
-        total += float(number) * _DURATION_UNITS[unit]
-        number = ""
-        index += len(unit)
-    return total if not number else None
-
-
-class ChaosStatusController:
-    """Writes the status Chaos Mesh reports, so clients can wait for an experiment to be in place.
-
-    Which pods an experiment affects, and how, is the application model's business; this controller only
-    says whether the selector matches any pod and whether the experiment runs or has ended.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def sync(self, now: float) -> None:
-        for rtype in CHAOS_TYPES:
-            for chaos in sorted(self.store.values(rtype), key=object_key):
-                status = self._status(chaos, now)
-                if status != chaos.get("status"):
-                    self.store.put(rtype, {**chaos, "status": status})
-
-    def _status(self, chaos: Obj, now: float) -> Obj:
-        spec = chaos.get("spec") or {}
-        selector = spec.get("selector") or {}
-        namespaces = selector.get("namespaces") or [chaos["metadata"]["namespace"]]
-        requirements = selector_from_match(
-            {
-                "matchLabels": selector.get("labelSelectors") or {},
-                "matchExpressions": selector.get("expressionSelectors") or [],
-            }
-        )
-        if selector.get("pods"):
-            listed = {(ns, name) for ns, names in selector["pods"].items() for name in names}
-            matched = [p for p in self.store.values(PODS) if object_key(p) in listed]
-        else:
-            matched = [p for ns in namespaces for p in self.store.list(PODS, ns, labels=requirements)]
-        created = parse_rfc3339(chaos["metadata"]["creationTimestamp"])
-        length = duration_seconds(spec.get("duration"))
-        paused = (chaos["metadata"].get("annotations") or {}).get("experiment.chaos-mesh.org/pause") == "true"
-        running = not paused and (length is None or now < created + length)
-        flags = {
-            "Selected": bool(matched),
-            "AllInjected": running and bool(matched),
-            "AllRecovered": not running,
-            "Paused": paused,
-        }
-        conditions = []
-        for kind, value in flags.items():
-            text = "True" if value else "False"
-            conditions.append({"type": kind, "status": text})
-        return {
-            "conditions": conditions,
-            "experiment": {"desiredPhase": "Run" if running else "Stop"},
-        }

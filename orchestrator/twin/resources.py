@@ -75,6 +75,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         short_names=("pvc",),
         subresources=("status",),
     ),
+    ResourceType("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
     ResourceType(
         "apps",
         "v1",

@@ -55,6 +55,13 @@ def test_describe_pod_shows_containers_conditions_and_events(server: LiveServer)
         assert reason in text
     described = kubectl(server, "describe", "deploy", "cart").stdout
     assert "NewReplicaSetAvailable" in described and "ScalingReplicaSet" in described
+    endpoints = [
+        line
+        for line in kubectl(server, "describe", "svc", "cart").stdout.splitlines()
+        if line.startswith("Endpoints:")
+    ]
+    assert endpoints and endpoints[0].split()[1].startswith("10.244.") and endpoints[0].endswith(":8080")
+    assert kubectl(server, "get", "ns", "shop", "--no-headers").stdout.split()[1] == "Active"
 
 
 def test_logs_of_a_pod_and_of_a_deployment(server: LiveServer) -> None:
