@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from orchestrator.bundle.records import AlertRecord
+from orchestrator.catalog.loading import load_catalog
+from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import ServiceKind, Topology
 from orchestrator.cluster.client import KubeClient, ObjectRef
 from orchestrator.interface.policy import HIDDEN_NAMESPACES, PolicyContext
@@ -104,3 +107,28 @@ class Backend:
         selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
         pods = self.kube.list_objects("Pod", namespace=namespace or self.namespace, selector=selector)
         return sorted(pods, key=lambda pod: str(pod["metadata"]["name"]))
+
+
+def build_backend(
+    app: str,
+    *,
+    kube: KubeClient,
+    now_s: Callable[[], float],
+    origin_epoch_s: float,
+    alerts: Callable[[], Sequence[AlertRecord]] = _no_alerts,
+    querier: Querier | None = None,
+    traces_url: str | None = None,
+    root: Path | None = None,
+) -> Backend:
+    """The backend of ``app``: its topology, and a source store built from its catalog's code faults."""
+    topology = load_topology(app, root=root)
+    return Backend(
+        kube=kube,
+        topology=topology,
+        now_s=now_s,
+        origin_epoch_s=origin_epoch_s,
+        sources=SourceStore.of(topology, load_catalog(app, root=root).entries),
+        alerts=alerts,
+        querier=querier,
+        traces_url=traces_url,
+    )

@@ -27,6 +27,7 @@ MAX_SERIES = 30
 MAX_POINTS = 120
 MAX_LOG_CHARS = 20_000
 TRACE_TIMEOUT_S = 10
+_CHAOS_GROUP = "chaos-mesh.org"
 
 
 def _ns(backend: Backend, args: a.ReadArgs) -> str:
@@ -245,6 +246,8 @@ def _events(backend: Backend, namespace: str, *, name: str | None, since_s: floa
         involved = event.get("involvedObject", {})
         if name is not None and not str(involved.get("name", "")).startswith(name):
             continue
+        if str(involved.get("apiVersion", "")).startswith(_CHAOS_GROUP):
+            continue  # the fault tooling's own objects are not part of the system under operation
         last = (
             event.get("lastTimestamp") or event.get("eventTime") or event["metadata"].get("creationTimestamp")
         )

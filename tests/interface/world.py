@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.bundle.records import AlertRecord, Record
-from orchestrator.catalog.loading import load_catalog
 from orchestrator.cluster.client import KubeClient, ObjectRef
-from orchestrator.interface.backend import Backend
+from orchestrator.interface.backend import Backend, build_backend
 from orchestrator.interface.calls import ToolCaller
-from orchestrator.interface.sources import SourceStore
+from orchestrator.telemetry.querying import Querier
 from orchestrator.twin.launch import RunningTwin, start_twin
 from orchestrator.twin.timefmt import EPOCH
 
@@ -51,20 +50,26 @@ class World:
 
 
 @contextmanager
-def running_world(app: str, *, directory: Path, seed: int = 7) -> Iterator[World]:
+def running_world(
+    app: str,
+    *,
+    directory: Path,
+    seed: int = 7,
+    remote_write_url: str | None = None,
+    querier: Querier | None = None,
+) -> Iterator[World]:
     """Boot ``app``'s twin, warm it up, and wire a backend whose schedule origin is the twin's epoch."""
-    twin = start_twin(app, seed=seed, kubeconfig=directory / "kubeconfig")
+    twin = start_twin(app, seed=seed, kubeconfig=directory / "kubeconfig", remote_write_url=remote_write_url)
     try:
         holder: list[World] = []
-        topology = twin.twin.topology
-        backend = Backend(
+        backend = build_backend(
+            app,
             kube=KubeClient.from_kubeconfig(twin.kubeconfig),
-            topology=topology,
             now_s=lambda: holder[0].now_s(),
             origin_epoch_s=EPOCH.timestamp(),
-            sources=SourceStore.of(topology, load_catalog(app).entries),
             alerts=lambda: tuple(holder[0].alerts),
             traces_url=twin.url,
+            querier=querier,
         )
         world = World(twin=twin, backend=backend, records=[])
         holder.append(world)
