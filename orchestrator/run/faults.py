@@ -1,0 +1,135 @@
+"""Injecting and reverting the scheduled faults, journaling the ground truth of each.
+
+Every injection writes ``FaultInjected`` (catalog id, category, mechanism, namespace, target, culprits,
+artifact, the scope computed from the topology, pre and injected values); a failed one adds ``FaultFailed``
+and is reverted; every revert writes ``FaultReverted``. A revert that fails is reported loudly and the fault
+stays live (the scorer keeps it live to the run end) until the final ``revert_all`` manages it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
+from orchestrator.catalog.loading import Catalog, Entry
+from orchestrator.cluster.applying import Applier, Injected
+from orchestrator.cluster.mechanisms import Handle
+from orchestrator.errors import OrchestratorError, RevertError
+from orchestrator.schedule import Activation
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def fault_id_of(activation: Activation) -> str:
+    """Short and DNS-safe: chaos objects are named after it (no side effects)."""
+    return f"f{activation.index:03d}"
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+@dataclass
+class LiveFault:
+    fault_id: str
+    activation: Activation
+    entry: Entry
+    handle: Handle
+    inject_s: float
+    scope: tuple[str, ...]
+
+
+@dataclass
+class FaultDriver:
+    """Applies the schedule's activations through the ``Applier`` and journals each step."""
+
+    applier: Applier
+    catalog: Catalog
+    namespace: str
+    record: Callable[[Record], object]
+    now_s: Callable[[], float]
+    emit: Emit
+    warn: Callable[[str], None]
+    live: dict[str, LiveFault] = field(default_factory=dict)
+    failed_reverts: dict[str, str] = field(default_factory=dict)
+
+    def inject(self, activation: Activation) -> LiveFault | None:
+        entry = self.catalog.by_id[activation.entry_id]
+        fault_id = fault_id_of(activation)
+        scope = tuple(sorted(self.catalog.scope(entry)))
+        t = self.now_s()
+        result = self.applier.inject(entry, fault_id=fault_id)
+        handle = result.handle
+        truth = FaultInjected(
+            fault_id=fault_id,
+            catalog_id=entry.id,
+            category=str(entry.category),
+            mechanism=str(entry.mechanism),
+            namespace=self.namespace,
+            target=entry.target,
+            culprits=list(entry.culprits),
+            artifact=entry.artifact,
+            scope=list(scope),
+            inject_s=t,
+            planned_revert_s=float(activation.end_s),
+            pre_value=_text(handle.pre_value) if handle else "",
+            injected_value=_text(handle.injected_value) if handle else "",
+        )
+        self.record(truth)
+        if not isinstance(result, Injected):
+            self.record(FaultFailed(fault_id=fault_id, t=self.now_s(), error=result.error))
+            self.emit({"type": "failed", "fault_id": fault_id, "catalog_id": entry.id, "error": result.error})
+            self.warn(f"injection of {fault_id} ({entry.id}) failed: {result.error}")
+            return None
+        live = LiveFault(fault_id, activation, entry, result.handle, t, scope)
+        self.live[fault_id] = live
+        self.emit({"type": "injected", "fault_id": fault_id, "catalog_id": entry.id, "t": t,
+                   "category": str(entry.category), "target": entry.target})  # fmt: skip
+        return live
+
+    def revert(self, fault_id: str) -> None:
+        live = self.live.get(fault_id)
+        if live is None:
+            return
+        try:
+            outcome = self.applier.revert(fault_id)
+        except RevertError as exc:
+            self._revert_failed(fault_id, str(exc))
+            return
+        except OrchestratorError as exc:  # the cluster answered unexpectedly: same as a failed revert
+            self._revert_failed(fault_id, str(exc))
+            return
+        self._reverted(fault_id, outcome)
+
+    def revert_all(self) -> list[str]:
+        """Revert every fault still applied, newest first; returns what could not be reverted."""
+        left: list[str] = []
+        for fault_id, result in self.applier.revert_all().items():
+            if isinstance(result, str):
+                self._revert_failed(fault_id, result)
+                left.append(f"{fault_id}: {result}")
+            else:
+                self._reverted(fault_id, result)
+        return left
+
+    def _reverted(self, fault_id: str, outcome: str) -> None:
+        # An agent's own change of the field (a different image or value) ends the fault as well: the
+        # orchestrator leaves it in place and says so.
+        detail = (
+            "the agent had set a different value; left as it was" if outcome == "changed_by_agent" else ""
+        )
+        mapped = "reverted" if outcome == "reverted" else "already_restored"
+        t = self.now_s()
+        self.record(FaultReverted(fault_id=fault_id, t=t, outcome=mapped, detail=detail))
+        self.live.pop(fault_id, None)
+        self.failed_reverts.pop(fault_id, None)
+        self.emit({"type": "reverted", "fault_id": fault_id, "t": t, "outcome": outcome})
+
+    def _revert_failed(self, fault_id: str, error: str) -> None:
+        if self.failed_reverts.get(fault_id) != error:
+            self.record(FaultReverted(fault_id=fault_id, t=self.now_s(), outcome="failed", detail=error))
+        self.failed_reverts[fault_id] = error
+        self.emit({"type": "failed", "fault_id": fault_id, "error": f"revert failed: {error}"})
+        self.warn(f"REVERT FAILED for {fault_id}: {error}")

@@ -1,0 +1,137 @@
+"""Turning what Prometheus and the cluster say into journal records at a boundary: the alert history, the
+entry point's service samples, each live fault's probe and artifact samples; and the agent's inbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.bundle.records import AlertRecord, Record
+from orchestrator.cluster.client import KubeClient
+from orchestrator.run.faults import LiveFault
+from orchestrator.run.sampling import Sampler, artifact_sample, probe_of
+from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
+from orchestrator.telemetry.evaluating import AlertEvaluator
+from orchestrator.telemetry.probes import SymptomProbe
+
+
+def bundle_alert(alert: EvaluatedAlert, *, origin_epoch_s: float) -> AlertRecord:
+    """An evaluated alert state in schedule time, as the bundle keeps it (no side effects)."""
+    return AlertRecord(
+        alert_id=alert.id,
+        rule=alert.rule,
+        labels=dict(alert.labels),
+        annotations=dict(alert.annotations),
+        starts_at=round(alert.starts_at - origin_epoch_s, 3),
+        ends_at=None if alert.ends_at is None else round(alert.ends_at - origin_epoch_s, 3),
+    )
+
+
+def write_json_atomically(path: Path, value: Any) -> None:
+    """Replace ``path`` in one step, so an agent never reads half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def alert_history_document(history: Sequence[AlertRecord]) -> list[dict[str, Any]]:
+    """The inbox form: every alert state so far in order; the latest entry per ``alert_id`` is its truth."""
+    return [record.model_dump(mode="json", exclude={"v", "kind"}) for record in history]
+
+
+@dataclass
+class Observer:
+    """Keeps the alert history and each live fault's sampling position; appends records through ``record``.
+
+    Side effects: Prometheus queries, cluster reads, journal records.
+    """
+
+    evaluator: AlertEvaluator
+    sampler: Sampler
+    client: KubeClient
+    namespace: str
+    origin_epoch_s: float
+    record: Callable[[Record], object]
+    emit: Callable[[dict[str, Any]], None]
+    history: list[AlertRecord] = field(default_factory=list)
+    firing: dict[str, AlertRecord] = field(default_factory=dict)
+    service_until: float = 0.0
+    _probe_until: dict[str, float] = field(default_factory=dict)
+    _probes: dict[str, SymptomProbe] = field(default_factory=dict)
+
+    def alerts(self, *, until: float) -> list[AlertRecord]:
+        """Evaluate the rule pack up to schedule time ``until``; journal and return the new alert states."""
+        added = [
+            bundle_alert(alert, origin_epoch_s=self.origin_epoch_s)
+            for alert in self.evaluator.evaluate(until=self.origin_epoch_s + until)
+        ]
+        for alert in added:
+            self.record(alert)
+            self.history.append(alert)
+            if alert.ends_at is None:
+                self.firing[alert.alert_id] = alert
+            else:
+                self.firing.pop(alert.alert_id, None)
+            state = "firing" if alert.ends_at is None else "resolved"
+            self.emit(
+                {"type": "alert", "alert_id": alert.alert_id, "rule": alert.rule, "state": state,
+                 "service": alert.labels.get("service", ""), "t": alert.ends_at or alert.starts_at}
+            )  # fmt: skip
+        return added
+
+    def service(self, *, until: float) -> None:
+        for sample in self.sampler.service(after=self.service_until, until=until):
+            self.record(sample)
+        self.service_until = max(self.service_until, until)
+
+    def start_fault(self, fault: LiveFault) -> None:
+        self._probe_until[fault.fault_id] = fault.inject_s
+        self._probes[fault.fault_id] = probe_of(fault.entry.probe, self.namespace)
+
+    def probes(self, faults: Sequence[LiveFault], *, until: float) -> None:
+        """Probe samples of each fault on the grid since its last sample, up to ``until``."""
+        for fault in faults:
+            after = self._probe_until.get(fault.fault_id, fault.inject_s)
+            for sample in self.sampler.probe(
+                fault.fault_id, self._probes[fault.fault_id], after=after, until=until
+            ):
+                self.record(sample)
+            self._probe_until[fault.fault_id] = max(after, until)
+
+    def artifacts(self, faults: Sequence[LiveFault], *, t: float) -> None:
+        for fault in faults:
+            sample = artifact_sample(self.client, fault.handle, t=t)
+            if sample is not None:
+                self.record(sample)
+
+    def end_fault(self, fault_id: str) -> None:
+        self._probe_until.pop(fault_id, None)
+        self._probes.pop(fault_id, None)
+
+
+def oracle_truth(faults: Sequence[LiveFault]) -> dict[str, Any]:
+    """Ground truth of the live faults for the test-only oracle agent (no side effects)."""
+    return {
+        "faults": [
+            {
+                "fault_id": fault.fault_id,
+                "catalog_id": fault.entry.id,
+                "category": str(fault.entry.category),
+                "mechanism": str(fault.entry.mechanism),
+                "target": fault.entry.target,
+                "culprits": sorted(fault.entry.culprits),
+                "artifact": fault.entry.artifact,
+                "scope": list(fault.scope),
+                "inject_s": fault.inject_s,
+                "planned_revert_s": fault.activation.end_s,
+                "remedy": fault.entry.remedy.model_dump(mode="json"),
+            }
+            for fault in faults
+        ]
+    }

@@ -1,0 +1,225 @@
+"""``run_marathon``: validate, plan, start the world, run the boundary loop, revert, seal, verify, score.
+
+Reverts are guaranteed: the loop runs under ``try/finally``, SIGINT and SIGTERM ask it to stop (a second
+signal interrupts at once; the ``finally`` still reverts and seals), and the revert ledger on disk lets
+``marathon recover`` finish the job after a ``kill -9``.
+"""
+
+from __future__ import annotations
+
+import platform
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from orchestrator.errors import ConfigError, OrchestratorError, Problem, TelemetryError
+from orchestrator.run.baseline import BaselineJob, start_baseline
+from orchestrator.run.config import RunConfig, agent_command, run_identity
+from orchestrator.run.finishing import BUNDLE_DIR, Scored, seal, seal_and_score
+from orchestrator.run.plan import RunPlan, make_plan
+from orchestrator.run.setup import open_session
+from orchestrator.telemetry.server import prometheus_binary
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    bundle_dir: Path
+    score: dict[str, Any]
+    run_dir: Path = Path()
+    score_text: str = ""
+    reason: str = "completed"
+    wall_s: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+def _ignore(_event: dict[str, Any]) -> None:
+    return None
+
+
+def preflight(config: RunConfig) -> list[str]:
+    """Everything that can be checked before anything starts; the agent's command line."""
+    command = agent_command(config)
+    if config.backend == "twin":
+        try:
+            prometheus_binary()
+        except TelemetryError as exc:
+            raise ConfigError(
+                "cannot run on the twin", [Problem("run configuration", None, "backend", "twin", str(exc))]
+            ) from None
+    return command
+
+
+def run_dir_for(config: RunConfig, run_id: str) -> Path:
+    """``--out`` when given (it must be new or empty), else ``<runs>/<run_id>`` or the first free
+    ``<runs>/<run_id>-N`` when an earlier run of the same id is kept there."""
+    if config.out is not None:
+        if config.out.exists() and any(config.out.iterdir()):
+            raise ConfigError(
+                "the output directory is not empty",
+                [Problem("run configuration", None, "out", str(config.out), "exists and holds files")],
+            )
+        return config.out
+    candidate = config.runs_root / run_id
+    number = 2
+    while candidate.exists():
+        candidate = config.runs_root / f"{run_id}-{number}"
+        number += 1
+    return candidate
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set ``stop`` (a clean early end); a second one interrupts at once. Only the main thread
+    may install handlers: elsewhere (the control plane's worker threads) ``stop`` is the caller's."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_marathon(
+    config: RunConfig,
+    *,
+    on_event: Emit | None = None,
+    stop: threading.Event | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """Run one marathon end to end and return its id, sealed bundle and score (METRICS.md JSON)."""
+    began = time.monotonic()
+    emit = on_event or _ignore
+    stop = stop or threading.Event()
+    command = preflight(config)
+    plan = make_plan(config)
+    unique = "" if config.backend == "twin" and config.clock == "stepped" else datetime.now(UTC).isoformat()
+    run_id = run_identity(
+        config,
+        versions=plan.versions,
+        command=command,
+        schedule_hash=plan.schedule.content_hash,
+        unique=unique,
+    )
+    run_dir = run_dir_for(config, run_id)
+    job = _baseline(config, plan)
+    try:
+        reason, phases, invocations = _drive(
+            config, plan, run_id=run_id, run_dir=run_dir, command=command, emit=emit, stop=stop,
+            progress=progress or _ignore, began=began,
+        )  # fmt: skip
+    except BaseException:
+        if job is not None:
+            job.cancel()
+        _seal_what_was_written(run_dir)
+        raise
+    baseline = None
+    if job is not None:
+        try:
+            baseline = job.result()
+        except OrchestratorError as exc:  # the run itself is whole: score it without the degradation level
+            print(f"marathon: no degradation baseline: {exc}", file=sys.stderr)
+            emit({"type": "failed", "error": f"baseline: {exc}"})
+    scored: Scored = seal_and_score(run_dir, scored=config.role == "scored", baseline=baseline)
+    return RunResult(
+        run_id=run_id,
+        bundle_dir=scored.bundle,
+        score=scored.score,
+        run_dir=run_dir,
+        score_text=scored.text,
+        reason=reason,
+        wall_s=time.monotonic() - began,
+        phases={**phases, "invocations": float(invocations)},
+    )
+
+
+def _seal_what_was_written(run_dir: Path) -> None:
+    """A run that failed still leaves a sealed, verifiable record of what happened until then."""
+    if (run_dir / BUNDLE_DIR / "run.jsonl").is_file():
+        try:
+            seal(run_dir)
+        except OrchestratorError as exc:
+            print(f"marathon: the journal of the failed run could not be sealed: {exc}", file=sys.stderr)
+
+
+def _baseline(config: RunConfig, plan: RunPlan) -> BaselineJob | None:
+    if config.role != "scored" or not config.baseline or config.backend != "twin":
+        return None
+    return start_baseline(config, plan)
+
+
+def _drive(
+    config: RunConfig,
+    plan: RunPlan,
+    *,
+    run_id: str,
+    run_dir: Path,
+    command: list[str],
+    emit: Emit,
+    stop: threading.Event,
+    progress: Callable[[dict[str, Any]], None],
+    began: float,
+) -> tuple[str, dict[str, float], int]:
+    """Start everything, loop, and always revert, end and close.
+
+    Returns (why it ended, wall seconds per phase, invocations made)."""
+    started_at = datetime.now(UTC).isoformat()  # a runtime fact for runtime.json only
+    with (
+        stop_on_signals(stop),
+        open_session(
+            config,
+            plan,
+            run_id=run_id,
+            run_dir=run_dir,
+            command=command,
+            emit=emit,
+            stop=stop,
+            progress=progress,
+        ) as session,
+    ):
+        reason = "error"
+        left: list[str] = []
+        try:
+            reason = session.run()
+        except KeyboardInterrupt:
+            reason = "interrupted"
+            raise
+        finally:
+            try:
+                left = session.finish(reason)
+            finally:
+                session.journal.write_runtime(
+                    {
+                        "started_at": started_at,
+                        "wall_s": round(time.monotonic() - began, 3),
+                        "phases_s": {key: round(value, 3) for key, value in sorted(session.wall.items())},
+                        "host": platform.node(),
+                        "python": sys.version.split()[0],
+                        "reason": reason,
+                        "unreverted": left,
+                    }
+                )
+        if left:
+            raise OrchestratorError(
+                "some faults could not be reverted; the cluster still holds them:\n  " + "\n  ".join(left)
+            )
+        return reason, dict(session.wall), session.invocations

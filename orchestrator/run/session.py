@@ -1,0 +1,217 @@
+"""One marathon in progress: the boundary loop over a started world, from the first boundary to RunEnded.
+
+At each boundary k (t_k = k * delta): the world reaches t_k; live faults' probes and artifacts are sampled
+up to it; due reverts, then due injections are applied; the rule pack is evaluated and the entry point
+sampled up to now; the inbox is rewritten; the agent is invoked. The end reverts whatever is left and
+closes the journal's windows with ``RunEnded``. Sealing and scoring are the caller's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from orchestrator.bundle.journal import Journal
+from orchestrator.bundle.records import Invocation, RunEnded
+from orchestrator.run.config import RunConfig
+from orchestrator.run.faults import FaultDriver, LiveFault
+from orchestrator.run.invoking import AgentProcess, agent_environment
+from orchestrator.run.observing import Observer, alert_history_document, oracle_truth, write_json_atomically
+from orchestrator.run.plan import RunPlan
+from orchestrator.run.world import World
+from orchestrator.schedule import Activation
+
+Emit = Callable[[dict[str, Any]], None]
+ORACLE = "oracle"
+
+
+class Gate(Protocol):
+    """A per-invocation credential service (the tool server, the metering proxy)."""
+
+    def open_invocation(self, n: int) -> str: ...
+
+    def close_invocation(self) -> None: ...
+
+
+@dataclass
+class Endpoints:
+    """What the agent is told about its interfaces; tokens are opened per invocation."""
+
+    mcp_url: str = ""
+    rest_url: str = ""
+    model_url: str = ""
+    tools: Gate | None = None
+    model: Gate | None = None
+
+
+@dataclass
+class Session:
+    config: RunConfig
+    plan: RunPlan
+    world: World
+    journal: Journal
+    driver: FaultDriver
+    observer: Observer
+    agent: AgentProcess | None
+    endpoints: Endpoints
+    run_dir: Path
+    stop: threading.Event
+    emit: Emit
+    progress: Callable[[dict[str, Any]], None]
+    invocations: int = 0
+    ended: bool = False
+    wall: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def boundaries(self) -> int:
+        return self.plan.schedule.params.run_end_s // self.config.delta_s
+
+    @property
+    def workspace(self) -> Path:
+        return self.run_dir / "workspace"
+
+    @property
+    def inbox(self) -> Path:
+        return self.workspace / "inbox" / "alerts.json"
+
+    @property
+    def truth_path(self) -> Path:
+        return self.run_dir / "oracle" / "truth.json"
+
+    def run(self) -> str:
+        """The boundary loop; returns why it ended (``completed`` or ``stopped``)."""
+        due = sorted(self.plan.schedule.activations, key=lambda a: (a.at_s, a.index))
+        for k in range(1, self.boundaries + 1):
+            if self.stop.is_set():
+                return "stopped"
+            t_k = float(k * self.config.delta_s)
+            with self._phase("advance"):
+                self.world.advance_to(t_k, stop=self.stop)
+            if self.stop.is_set():
+                return "stopped"
+            self._apply(t_k, due)
+            now = self.world.now_s()
+            with self._phase("alerts"):
+                self.observer.alerts(until=now)
+            with self._phase("service"):
+                self.observer.service(until=now)
+            active, firing = len(self.driver.live), len(self.observer.firing)
+            self.emit({"type": "concurrency", "t": now, "active": active, "firing": firing})
+            self._invoke(k)
+            self.emit({"type": "boundary", "k": k, "of": self.boundaries, "t": t_k})
+            self.progress(
+                {"k": k, "of": self.boundaries, "t": t_k, "active": active, "firing": firing,
+                 "faults": len(self.plan.schedule.activations)}
+            )  # fmt: skip
+        return "completed"
+
+    def _apply(self, t_k: float, due: list[Activation]) -> None:
+        """Sample the live faults up to t_k, then revert the due ones, then inject the due ones."""
+        live = self._live()
+        with self._phase("probes"):
+            self.observer.probes(live, until=t_k)
+        with self._phase("faults"):
+            for fault in live:
+                if fault.activation.end_s <= t_k and fault.fault_id not in self.driver.failed_reverts:
+                    self.driver.revert(fault.fault_id)
+                    self.observer.end_fault(fault.fault_id)
+            while due and due[0].at_s <= t_k:
+                started = self.driver.inject(due.pop(0))
+                if started is not None:
+                    self.observer.start_fault(started)
+
+    def finish(self, reason: str) -> list[str]:
+        """Revert what is left, take the last observations and close the run; returns reverts that failed."""
+        if self.ended:
+            return []
+        live = self._live()
+        left = self.driver.revert_all()
+        for fault in live:
+            if fault.fault_id not in self.driver.live:
+                self.observer.end_fault(fault.fault_id)
+        now = self.world.now_s()
+        if reason != "error":
+            try:
+                self.observer.alerts(until=now)
+                self.observer.service(until=now)
+            except Exception as exc:  # the last observations are a nicety; the run's end is not
+                self.wall["final_observation_error"] = 1.0
+                self.emit({"type": "failed", "error": f"final observation skipped: {exc}"})
+        self.journal.append(RunEnded(t=now, reason=reason))
+        self.ended = True
+        self.emit({"type": "ended", "t": now, "reason": reason, "unreverted": left})
+        return left
+
+    def _live(self) -> list[LiveFault]:
+        return sorted(self.driver.live.values(), key=lambda f: f.fault_id)
+
+    @contextmanager
+    def _phase(self, what: str) -> Iterator[None]:
+        """Adds the wall time of the block to ``wall[what]`` (a runtime fact, never used in logic)."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.wall[what] = self.wall.get(what, 0.0) + time.perf_counter() - began
+
+    def _invoke(self, k: int) -> None:
+        write_json_atomically(self.inbox, alert_history_document(self.observer.history))
+        if self.agent is None:
+            return  # a no-action baseline: nothing is started
+        if self.config.agent_name == ORACLE:
+            write_json_atomically(self.truth_path, oracle_truth(self._live()))
+        n = k
+        protocol = {
+            "MARATHON_INVOCATION": str(n),
+            "MARATHON_DEADLINE": f"{time.time() + self.config.budget_s:.3f}",  # the protocol's wall deadline
+            "MARATHON_ALERTS": str(self.inbox),
+            "MARATHON_APP": self.config.app,
+            "MARATHON_NAMESPACE": self.plan.namespace,
+            "MARATHON_WORKSPACE": str(self.workspace),
+        }
+        if self.endpoints.tools is not None:
+            protocol["MARATHON_MCP_URL"] = self.endpoints.mcp_url
+            protocol["MARATHON_REST_URL"] = self.endpoints.rest_url
+            protocol["MARATHON_TOKEN"] = self.endpoints.tools.open_invocation(n)
+        if self.endpoints.model is not None:
+            protocol["OPENAI_BASE_URL"] = self.endpoints.model_url
+            protocol["OPENAI_API_KEY"] = self.endpoints.model.open_invocation(n)
+        if self.config.agent_name == ORACLE:
+            protocol["MARATHON_ORACLE_TRUTH"] = str(self.truth_path)
+        start_s = self.world.now_s()
+        try:
+            with self._phase("agent"):
+                outcome = self.agent.invoke(
+                    n, env=agent_environment(protocol), budget_s=self.config.budget_s, stop=self.stop
+                )
+        finally:
+            if self.endpoints.tools is not None:
+                self.endpoints.tools.close_invocation()
+            if self.endpoints.model is not None:
+                self.endpoints.model.close_invocation()
+        end_s = self.world.now_s()
+        self.journal.append(
+            Invocation(
+                n=n, start_s=start_s, end_s=end_s, exit_code=outcome.exit_code, timed_out=outcome.timed_out
+            )
+        )
+        self.invocations += 1
+        self.emit(
+            {"type": "invocation", "n": n, "start_s": start_s, "end_s": end_s, "exit_code": outcome.exit_code,
+             "timed_out": outcome.timed_out, "wall_s": round(outcome.wall_s, 3)}
+        )  # fmt: skip
+        # Evidence of repair must come after the agent acted: the artifacts are read once the world has
+        # moved one sample step past the invocation (a frozen world is moved; a live one already has).
+        live = self._live()
+        if live:
+            if self.world.frozen:
+                target = min(end_s + self.config.sample_step_s, float((k + 1) * self.config.delta_s))
+                with self._phase("advance"):
+                    self.world.advance_to(target, stop=self.stop)
+            with self._phase("artifacts"):
+                self.observer.artifacts(live, t=self.world.now_s())

@@ -1,0 +1,217 @@
+"""Starting the parts of one run in order and stopping them in reverse: the world and its Prometheus, the
+journal with the manifest and schedule, the revert ledger and applier, the evaluator and samplers, the tool
+server, the metering proxy and the agent process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from orchestrator.bundle.journal import Journal
+from orchestrator.bundle.records import Price, RunManifest, ScheduleRecord
+from orchestrator.cluster.applying import Applier
+from orchestrator.cluster.ledger import Ledger, Target
+from orchestrator.cluster.mechanisms import Context
+from orchestrator.run.config import RunConfig
+from orchestrator.run.faults import FaultDriver
+from orchestrator.run.invoking import AgentProcess
+from orchestrator.run.observing import Observer
+from orchestrator.run.plan import RunPlan
+from orchestrator.run.sampling import Sampler
+from orchestrator.run.session import Endpoints, Session
+from orchestrator.run.world import World, connect_kube_world, start_twin_world
+from orchestrator.telemetry.evaluating import AlertEvaluator
+from orchestrator.telemetry.querying import PrometheusQuerier
+
+CHAOS_NAMESPACE = "chaos-mesh"
+BUNDLE_DIR = "bundle"
+LEDGER_FILE = "faults.ledger.jsonl"
+UPSTREAM_KEY_ENV = "MARATHON_UPSTREAM_KEY"
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def price_table() -> dict[str, Price]:
+    from orchestrator.run.metering import DEFAULT_PRICES
+
+    return dict(DEFAULT_PRICES)
+
+
+def manifest_of(config: RunConfig, plan: RunPlan, *, run_id: str, command: list[str]) -> RunManifest:
+    """The run manifest: what was run, with every version and hash (no side effects)."""
+    v = plan.versions
+    params: dict[str, Any] = dataclasses.asdict(plan.schedule.params)
+    params.update(
+        {
+            "schedule_sha256": plan.schedule.content_hash,
+            "admission": plan.admission.source,
+            "admission_sha256": plan.admission.sha256,
+            "backend": config.backend,
+            "clock": config.clock,
+            "sample_step_s": config.sample_step_s,
+            "role": config.role,
+        }
+    )
+    return RunManifest(
+        run_id=run_id,
+        app=config.app,
+        namespace=plan.namespace,
+        seed=config.seed,
+        catalog_version=v.catalog_version,
+        catalog_sha256=v.catalog_sha256,
+        rule_pack_version=v.rule_pack_version,
+        rule_pack_sha256=v.rule_pack_sha256,
+        code_version=v.code_version,
+        code_sha256=v.code_sha256,
+        agent_name=config.agent_name,
+        agent_command=command,
+        delta_s=float(config.delta_s),
+        budget_s=config.budget_s,
+        grace_s=float(config.delta_s),  # one evaluation window: the span each boundary evaluates
+        schedule_params=params,
+        price_table=price_table(),
+    )
+
+
+def _start_world(config: RunConfig, run_dir: Path) -> World:
+    if config.backend == "kube":
+        assert config.kubeconfig is not None and config.prometheus_url is not None
+        return connect_kube_world(kubeconfig=config.kubeconfig, prometheus_url=config.prometheus_url)
+    return start_twin_world(
+        app=config.app, seed=config.seed, run_dir=run_dir, clock=config.clock, speed=config.speed
+    )
+
+
+@contextmanager
+def open_session(
+    config: RunConfig,
+    plan: RunPlan,
+    *,
+    run_id: str,
+    run_dir: Path,
+    command: list[str],
+    emit: Emit,
+    stop: threading.Event,
+    progress: Callable[[dict[str, Any]], None],
+) -> Iterator[Session]:
+    """Everything started for the run, stopped again (in reverse order) when the block ends."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        journal = Journal(run_dir / BUNDLE_DIR, run_id=run_id)
+        stack.callback(journal.close)
+        journal.append(manifest_of(config, plan, run_id=run_id, command=command))
+        for a in plan.schedule.activations:
+            journal.append(
+                ScheduleRecord(index=a.index, at_s=a.at_s, duration_s=a.duration_s, catalog_id=a.entry_id)
+            )
+        world = _start_world(config, run_dir)
+        stack.callback(world.stop)
+        ledger = Ledger(run_dir / LEDGER_FILE)
+        stack.callback(ledger.close)
+        ledger.open(Target(kubeconfig=str(world.kubeconfig.resolve()), namespace=plan.namespace,
+                           chaos_namespace=CHAOS_NAMESPACE))  # fmt: skip
+        client = world.client()
+        ctx = Context(
+            client=client, namespace=plan.namespace, chaos_namespace=CHAOS_NAMESPACE, settle=world.settle
+        )
+        warn = _warner(config)
+        driver = FaultDriver(
+            applier=Applier(ctx, ledger), catalog=plan.catalog, namespace=plan.namespace,
+            record=journal.append, now_s=world.now_s, emit=emit, warn=warn,
+        )  # fmt: skip
+        querier = PrometheusQuerier(world.prometheus.url)
+        stack.callback(querier.close)
+        origin = world.origin_epoch_s
+        observer = Observer(
+            evaluator=AlertEvaluator(plan.rules, querier, start=origin, workers=4),
+            sampler=Sampler(querier=querier, namespace=plan.namespace, entry_point=plan.topology.entry_point,
+                            origin_epoch_s=origin, step_s=config.sample_step_s),
+            client=client, namespace=plan.namespace, origin_epoch_s=origin, record=journal.append, emit=emit,
+        )  # fmt: skip
+        endpoints = Endpoints()
+        if config.role == "scored" and config.tools:
+            _start_tools(stack, endpoints, config=config, plan=plan, world=world, client=client,
+                         journal=journal, observer=observer, querier=querier)  # fmt: skip
+        if config.role == "scored" and config.model_url:
+            _start_metering(stack, endpoints, config=config, world=world, journal=journal)
+        agent = (
+            AgentProcess(command, workspace=run_dir / "workspace", log_path=run_dir / "logs" / "agent.log")
+            if command
+            else None
+        )
+        yield Session(
+            config=config, plan=plan, world=world, journal=journal, driver=driver, observer=observer,
+            agent=agent, endpoints=endpoints, run_dir=run_dir, stop=stop, emit=emit, progress=progress,
+        )  # fmt: skip
+
+
+def _warner(config: RunConfig) -> Callable[[str], None]:
+    def warn(message: str) -> None:
+        import sys
+
+        print(f"marathon: {message}", file=sys.stderr)
+
+    return warn
+
+
+def _start_tools(
+    stack: ExitStack,
+    endpoints: Endpoints,
+    *,
+    config: RunConfig,
+    plan: RunPlan,
+    world: World,
+    client: Any,
+    journal: Journal,
+    observer: Observer,
+    querier: PrometheusQuerier,
+) -> None:
+    from orchestrator.interface.backend import Backend
+    from orchestrator.interface.server import ToolServer
+    from orchestrator.interface.sources import SourceStore
+
+    backend = Backend(
+        kube=client,
+        topology=plan.topology,
+        now_s=world.now_s,
+        origin_epoch_s=world.origin_epoch_s,
+        sources=SourceStore.of(plan.topology, plan.catalog.entries),
+        alerts=lambda: tuple(observer.history),
+        querier=querier,
+        traces_url=world.traces_url,
+        namespace=plan.namespace,
+    )
+    server = ToolServer(backend, journal.append)
+    mcp_url, rest_url = server.start()
+    stack.callback(server.stop)
+    endpoints.tools = server
+    endpoints.mcp_url, endpoints.rest_url = mcp_url, rest_url
+
+
+def _start_metering(
+    stack: ExitStack, endpoints: Endpoints, *, config: RunConfig, world: World, journal: Journal
+) -> None:
+    from orchestrator.run.metering import MeteringProxy
+
+    assert config.model_url is not None
+    key = os.environ.get(UPSTREAM_KEY_ENV) or os.environ.get("OPENAI_API_KEY", "")
+    proxy = MeteringProxy(config.model_url, key, journal.append, world.now_s)
+    model_url = proxy.start()
+    stack.callback(proxy.stop)
+    budget = config.token_budget
+
+    class _Gate:
+        def open_invocation(self, n: int) -> str:
+            return proxy.open_invocation(n, budget)
+
+        def close_invocation(self) -> None:
+            proxy.close_invocation()
+
+    endpoints.model = _Gate()
+    endpoints.model_url = model_url
