@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.cluster.commands",
     "orchestrator.twin.commands",
     "orchestrator.telemetry.commands",
+    "orchestrator.run.commands",
 )
 
 
