@@ -96,11 +96,13 @@ def test_the_rest_mirror_lists_tools_and_answers_401_404_and_400(served: tuple[T
     assert httpx.get(f"{rest_url}/tools", headers=headers).status_code == 401
 
 
-async def _mcp_session(url: str, token: str | None) -> tuple[list[str], dict[str, Any]]:
+async def _mcp_session(
+    url: str, token: str | None, *, mode: str = "auto"
+) -> tuple[list[str], dict[str, Any]]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with (
         create_mcp_http_client(headers=headers) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         listed = await client.list_tools()
         result = await client.call_tool("get_resources", {"kind": "deployments", "name": "cartservice"})
@@ -109,13 +111,14 @@ async def _mcp_session(url: str, token: str | None) -> tuple[list[str], dict[str
         return [t.name for t in listed.tools], json.loads(text)
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_an_mcp_client_lists_and_calls_tools_with_the_token(
-    shared_ob: World, served: tuple[ToolServer, str, str]
+    shared_ob: World, served: tuple[ToolServer, str, str], mode: str
 ) -> None:
     server, mcp_url, _ = served
     since = len(shared_ob.records)
     token = server.open_invocation(5)
-    names, answer = asyncio.run(_mcp_session(mcp_url, token))
+    names, answer = asyncio.run(_mcp_session(mcp_url, token, mode=mode))
     server.close_invocation()
     assert names == list(TOOLS)
     assert answer["ok"] and answer["result"]["items"][0]["name"] == "cartservice"
