@@ -33,6 +33,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
     listing.set_defaults(func=_list)
 
+    admit = commands.add_parser(
+        "admit", help="screen entries on fresh twins; write fault_catalog/<app>/admission.json"
+    )
+    admit.add_argument("--app", required=True, help="application, e.g. online-boutique")
+    admit.add_argument("--ids", nargs="+", default=None, metavar="ID", help="only these entries")
+    admit.add_argument("--seed", type=int, default=1, help="the twins' seed (default 1)")
+    admit.add_argument("--workers", type=int, default=2, help="entries screened at once (default 2)")
+    admit.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
+    admit.set_defaults(func=_admit)
+
+    export = commands.add_parser("export-ctk", help="write an entry as a Chaos Toolkit experiment (JSON)")
+    export.add_argument("entry_id", metavar="ENTRY_ID")
+    export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
+    export.add_argument("--chaos-namespace", default="chaos-mesh", help="where chaos objects go")
+    export.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
+    export.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
+    export.set_defaults(func=_export_ctk)
+
 
 def _validate(args: argparse.Namespace) -> int:
     paths: list[Path] | None = args.paths or None
@@ -74,3 +92,16 @@ def _list(args: argparse.Namespace) -> int:
         per_mechanism.add_row(mechanism.value, str(mechanisms[mechanism]))
     console.print(per_mechanism)
     return 0
+
+
+# Both drive the cluster layer; importing it only when they run keeps the catalog package pure.
+def _admit(args: argparse.Namespace) -> int:
+    from orchestrator.cluster.admission_commands import admit_command
+
+    return admit_command(args)
+
+
+def _export_ctk(args: argparse.Namespace) -> int:
+    from orchestrator.cluster.admission_commands import export_ctk_command
+
+    return export_ctk_command(args)

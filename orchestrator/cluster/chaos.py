@@ -60,14 +60,20 @@ def run_action(*, kubeconfig: Path, module: str, func: str, arguments: Json) -> 
         "name": f"{module}.{func}",
         "provider": {"type": "python", "module": module, "func": func, "arguments": arguments},
     }
+    from kubernetes.config import kube_config
+
     with _ENV_LOCK:
         previous = os.environ.get("KUBECONFIG")
+        # The client library reads KUBECONFIG once, when first imported: its default path is set as well.
+        default = kube_config.KUBE_CONFIG_DEFAULT_LOCATION
         os.environ["KUBECONFIG"] = str(kubeconfig)
+        kube_config.KUBE_CONFIG_DEFAULT_LOCATION = str(kubeconfig)
         try:
             return run_activity(activity, {}, {})
         except ChaosException as exc:
             raise InjectionError(f"chaos action {module}.{func} failed: {exc}") from exc
         finally:
+            kube_config.KUBE_CONFIG_DEFAULT_LOCATION = default
             if previous is None:
                 os.environ.pop("KUBECONFIG", None)
             else:

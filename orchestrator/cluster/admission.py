@@ -1,0 +1,329 @@
+"""Admission of catalog entries on the twin: each entry alone on a fresh stepped twin under load, with its own
+Prometheus, injected by the real injector and judged by ``orchestrator.catalog.admission.judge``.
+
+The timeline of one entry (simulated seconds): warm up; for a config fault a first injection and revert
+(only the second observation counts); a five-minute window before injection; the injection and a five-minute
+window after it; the revert, a recovery period, and a window in which the message must have stopped.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import tempfile
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.catalog.admission import (
+    AdmissionFile,
+    AdmissionRecord,
+    Entry,
+    Measurements,
+    Procedure,
+    judge,
+)
+from orchestrator.catalog.faults import ConfigFault
+from orchestrator.catalog.loading import Catalog
+from orchestrator.catalog.topologies import load_topology
+from orchestrator.cluster import chaos
+from orchestrator.cluster.applying import Applier, InjectFailed
+from orchestrator.cluster.client import KubeClient, NotFound, ObjectRef
+from orchestrator.cluster.fields import read_field
+from orchestrator.cluster.ledger import Ledger, Target
+from orchestrator.cluster.mechanisms import Context, Handle
+from orchestrator.cluster.observing import EPOCH_S, Observer, Window
+from orchestrator.cluster.twinproc import TwinProcess, attach_twin, spawn_twin
+from orchestrator.errors import OrchestratorError, RevertError
+from orchestrator.telemetry.evaluating import AlertEvaluator
+from orchestrator.telemetry.querying import PrometheusQuerier
+from orchestrator.telemetry.rules import load_rule_pack
+from orchestrator.telemetry.server import start_prometheus
+
+SETTLE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    seed: int = 1
+    warmup_s: float = 120.0
+    window_s: float = 300.0
+    recovery_s: float = 120.0
+    clear_s: float = 120.0
+    chunk_s: float = 60.0
+    chaos_namespace: str = "chaos-mesh"
+
+    def procedure(self, rule_pack: str) -> Procedure:
+        return Procedure(
+            seed=self.seed,
+            warmup_s=self.warmup_s,
+            window_s=self.window_s,
+            recovery_s=self.recovery_s + self.clear_s,
+            rule_pack=rule_pack,
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    """One entry to screen and what its judgement needs from the topology (picklable for the pool)."""
+
+    entry: Entry
+    app: str
+    namespace: str
+    entry_point: str
+    scope: frozenset[str]
+    direct: bool
+    workdir: Path
+    settings: Settings
+
+
+def jobs_for(
+    catalog: Catalog, *, ids: Iterable[str] | None, root: Path | None, workdir: Path, settings: Settings
+) -> list[Job]:
+    """A job per chosen entry of one app's catalog (no side effects)."""
+    chosen = list(catalog.entries) if ids is None else [catalog.by_id[i] for i in ids]
+    jobs = []
+    for entry in chosen:
+        topology = load_topology(entry.app, root=root)
+        callers = {caller for caller, callee, _ in topology.edges() if callee == entry.target}
+        jobs.append(
+            Job(
+                entry=entry,
+                app=entry.app,
+                namespace=topology.namespace,
+                entry_point=topology.entry_point,
+                scope=catalog.scope(entry),
+                direct=entry.log.service == entry.target or entry.log.service in callers,
+                workdir=workdir / entry.id,
+                settings=settings,
+            )
+        )
+    return jobs
+
+
+def admit(jobs: list[Job], *, workers: int = 2) -> tuple[list[AdmissionRecord], dict[str, str]]:
+    """Screen every job, ``workers`` at a time; returns the records and the entries that could not be run."""
+    records: list[AdmissionRecord] = []
+    failures: dict[str, str] = {}
+    if workers <= 1:
+        outcomes = [_run(job) for job in jobs]
+    else:
+        spawn = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited threads or sockets
+        with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
+            outcomes = list(pool.map(_run, jobs))
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        if isinstance(outcome, str):
+            failures[job.entry.id] = outcome
+        else:
+            records.append(outcome)
+    return records, failures
+
+
+def _run(job: Job) -> AdmissionRecord | str:
+    try:
+        return admit_entry(job)
+    except OrchestratorError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def admit_entry(job: Job) -> AdmissionRecord:
+    """Screen one entry on a fresh twin. Side effects: starts (and stops) a twin and a Prometheus."""
+    job.workdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=job.workdir) as scratch:
+        prometheus = start_prometheus(Path(scratch))
+        try:
+            process = spawn_twin(
+                job.app,
+                seed=job.settings.seed,
+                workdir=job.workdir,
+                remote_write_url=prometheus.remote_write_url,
+            )
+            with attach_twin(process, app=job.app, workdir=job.workdir) as twin:
+                querier = PrometheusQuerier(prometheus.url)
+                client = KubeClient.from_kubeconfig(twin.kubeconfig)
+                try:
+                    return _screen(job, twin=twin, client=client, querier=querier)
+                finally:
+                    client.close()
+                    querier.close()
+        finally:
+            prometheus.stop()
+
+
+def _screen(
+    job: Job, *, twin: TwinProcess, client: KubeClient, querier: PrometheusQuerier
+) -> AdmissionRecord:
+    entry, settings = job.entry, job.settings
+    observer = Observer(client=client, querier=querier, namespace=job.namespace, entry_point=job.entry_point)
+    ctx = Context(
+        client=client,
+        namespace=job.namespace,
+        chaos_namespace=settings.chaos_namespace,
+        settle=lambda: _settle(twin),
+    )
+    book = Ledger(job.workdir / "faults.ledger.jsonl")
+    book.open(
+        Target(kubeconfig=str(twin.kubeconfig), namespace=job.namespace, chaos_namespace=ctx.chaos_namespace)
+    )
+    applier = Applier(ctx=ctx, ledger=book)
+    try:
+        twin.advance(settings.warmup_s)
+        for _ in range(4):  # a slow start gets a little longer; the windows begin once all is ready
+            if not observer.not_ready():
+                break
+            twin.advance(settings.chunk_s)
+        if isinstance(entry, ConfigFault):
+            first = applier.inject(entry, fault_id=f"{entry.id}-first")
+            if isinstance(first, InjectFailed):
+                return _rejected(entry, f"injection failed: {first.error}")
+            applier.revert(first.handle.fault_id)
+            twin.advance(settings.recovery_s)  # the before window starts from a recovered app
+        return _observe(job, twin=twin, observer=observer, applier=applier, querier=querier)
+    except RevertError as exc:
+        return _rejected(entry, f"revert failed: {exc}")
+    finally:
+        applier.revert_all()
+        book.close()
+
+
+def _observe(
+    job: Job, *, twin: TwinProcess, observer: Observer, applier: Applier, querier: PrometheusQuerier
+) -> AdmissionRecord:
+    entry, settings = job.entry, job.settings
+    t_b = twin.now
+    t0 = twin.advance(settings.window_s)
+    before = Window(t_b, t0)
+    message_before, _ = _message(observer, entry, before, now=t0)
+    errors_before = observer.logs(job.scope, before, now=t0).errors()
+    rate_before, failed_before = observer.entry_rates(at=t0, seconds=settings.window_s)
+    restarts_before = observer.restart_counts(job.scope)
+
+    injected = applier.inject(entry, fault_id=f"{entry.id}-admit")
+    if isinstance(injected, InjectFailed):
+        return _rejected(entry, f"injection failed: {injected.error}")
+    handle = injected.handle
+    deployed_ok = _deployed_ok(observer.client, handle) if isinstance(entry, ConfigFault) else None
+    workload = _workload(entry)
+    became_ready: bool | None = None
+    while twin.now < t0 + settings.window_s - 1e-6:
+        twin.advance(min(settings.chunk_s, t0 + settings.window_s - twin.now))
+        if isinstance(entry, ConfigFault) and not became_ready:
+            became_ready = workload not in observer.not_ready()
+    t2 = twin.now
+    after = Window(t0, t2)
+    message_after, source = _message(observer, entry, after, now=t2)
+    errors_after = observer.logs(job.scope, after, now=t2).errors()
+    rate_after, failed_after = observer.entry_rates(at=t2, seconds=t2 - t0)
+    restarts_after = observer.restart_counts(job.scope)
+    restarts = sum(max(0, n - restarts_before.get(pod, 0)) for pod, n in restarts_after.items())
+    evaluator = AlertEvaluator(load_rule_pack(), querier, start=EPOCH_S + t_b)
+    evaluator.evaluate(until=EPOCH_S + t2)
+    fired = sorted({r.rule for r in evaluator.history if r.state == "firing" and r.starts_at > EPOCH_S + t0})
+
+    try:
+        applier.revert(handle.fault_id)
+        restored_by_revert = True
+    except RevertError:
+        restored_by_revert = False
+    twin.advance(settings.recovery_s)
+    restored = restored_by_revert and _restored(observer.client, handle)
+    ready = not observer.not_ready()
+    t4 = twin.advance(settings.clear_s)
+    clear = Window(t4 - settings.clear_s, t4)
+    still, _ = _message(observer, entry, clear, now=t4)
+    rate_end, failed_end = observer.entry_rates(at=t4, seconds=settings.clear_s)
+    found = Measurements(
+        entry_rate_before=_r(rate_before),
+        entry_rate_after=_r(rate_after),
+        entry_failed_fraction_after=_r(failed_after / rate_after if rate_after > 0 else 0.0),
+        server_errors_per_min_before=_r(failed_before * 60.0),
+        server_errors_per_min=_r(failed_after * 60.0),
+        error_logs_per_min_before=_r(errors_before / before.minutes),
+        error_logs_per_min_after=_r(errors_after / after.minutes),
+        restarts=restarts,
+        message_before=message_before,
+        message_after=message_after,
+        message_source=source,
+        deployed_value_ok=deployed_ok,
+        became_ready=became_ready,
+        restored=restored,
+        ready_after_revert=ready,
+        serving_after_revert=rate_end > 0 and failed_end / rate_end < 0.05,
+        message_after_revert=still,
+    )
+    admitted, reasons = judge(entry, found, direct=job.direct)
+    return AdmissionRecord(
+        id=entry.id,
+        content_hash=entry.content_hash(),
+        admitted=admitted,
+        reasons=reasons,
+        measurements=found,
+        rules_fired=tuple(fired),
+    )
+
+
+def _settle(twin: TwinProcess) -> None:
+    twin.advance(SETTLE_S)
+
+
+def _message(observer: Observer, entry: Entry, window: Window, *, now: float) -> tuple[bool, str | None]:
+    """Whether ``entry.log.message`` appears in the window: in a log line of its service, else in an event
+    about that service's pods (a pod that never runs says why only in events)."""
+    service = frozenset({entry.log.service})
+    if observer.logs(service, window, now=now).contains(entry.log.message):
+        return True, "log"
+    if any(entry.log.message in text for text in observer.events(service, window)):
+        return True, "event"
+    return False, None
+
+
+def _workload(entry: Entry) -> str:
+    if isinstance(entry, ConfigFault) and entry.inject.object == "deployment":
+        return entry.inject.name or entry.target
+    return entry.target
+
+
+def _deployed_ok(client: KubeClient, handle: Handle) -> bool:
+    assert handle.field is not None
+    now = read_field(client.read(handle.ref), field=handle.field, container=handle.container)
+    return _text(now) == _text(handle.injected_value)
+
+
+def _restored(client: KubeClient, handle: Handle) -> bool:
+    """Whether the cluster holds the pre-injection image or setting again, or the chaos object is gone."""
+    if handle.kind in chaos.CRD_KINDS:
+        try:
+            client.get_chaos(namespace=handle.namespace, plural=chaos.plural(handle.kind), name=handle.name)
+        except NotFound:
+            return True
+        return False
+    if handle.kind == "drain-node":
+        node = client.read(ObjectRef("Node", "", handle.name))
+        return not node.get("spec", {}).get("unschedulable")
+    if handle.field is None:
+        return True  # killed pods: nothing of the fault stays in the cluster
+    now = read_field(client.read(handle.ref), field=handle.field, container=handle.container)
+    return _text(now) == _text(handle.pre_value)
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _r(value: float) -> float:
+    return round(value, 3)
+
+
+def _rejected(entry: Entry, reason: str) -> AdmissionRecord:
+    return AdmissionRecord(
+        id=entry.id, content_hash=entry.content_hash(), admitted=False, reasons=(reason,), measurements=None
+    )
+
+
+def admission_file(app: str, records: list[AdmissionRecord], *, settings: Settings) -> AdmissionFile:
+    pack = load_rule_pack()
+    return AdmissionFile(
+        app=app,
+        procedure=settings.procedure(pack.version),
+        entries=tuple(sorted(records, key=lambda r: r.id)),
+    )

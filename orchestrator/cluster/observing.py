@@ -1,0 +1,184 @@
+"""What admission reads from a twin over a time window: container logs and events through the Kubernetes
+API, workload readiness, restart counts, and the entry point's request and error rates from Prometheus.
+
+Times are the twin's simulated seconds; Prometheus holds the twin's series at ``EPOCH + t``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.cluster.client import KubeClient, ObjectRef
+from orchestrator.errors import ClusterError
+from orchestrator.telemetry.querying import Querier
+from orchestrator.twin.timefmt import EPOCH, parse_rfc3339
+
+Json = dict[str, Any]
+ERROR_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL", "PANIC"})
+EPOCH_S = EPOCH.timestamp()
+
+
+@dataclass(frozen=True)
+class Window:
+    """(start, end] in simulated seconds."""
+
+    start: float
+    end: float
+
+    @property
+    def minutes(self) -> float:
+        return (self.end - self.start) / 60.0
+
+    def holds(self, t: float) -> bool:
+        return self.start < t <= self.end
+
+
+@dataclass(frozen=True)
+class LogView:
+    """The lines a set of services printed in a window: whether a message appears, how many errors."""
+
+    lines: tuple[str, ...]
+
+    def contains(self, message: str) -> bool:
+        return any(message in line for line in self.lines)
+
+    def errors(self) -> int:
+        count = 0
+        for line in self.lines:
+            parts = line.split(" ", 2)
+            if len(parts) > 1 and parts[1] in ERROR_LEVELS:
+                count += 1
+        return count
+
+
+def pod_pattern(services: frozenset[str] | set[str]) -> re.Pattern[str]:
+    """Pod names of a Deployment (``name-<hash>-<id>``) or StatefulSet (``name-<n>``) of ``services``."""
+    names = "|".join(re.escape(name) for name in sorted(services))
+    return re.compile(rf"^(?:{names})-(?:[a-z0-9]{{6,10}}-[a-z0-9]{{5}}|\d+)$")
+
+
+class Observer:
+    """Reads one twin. Side effects: Kubernetes API reads and Prometheus queries only."""
+
+    def __init__(self, *, client: KubeClient, querier: Querier, namespace: str, entry_point: str) -> None:
+        self.client = client
+        self.querier = querier
+        self.namespace = namespace
+        self.entry_point = entry_point
+
+    # -- logs and events ------------------------------------------------------------------------------
+    def logs(self, services: frozenset[str] | set[str], window: Window, *, now: float) -> LogView:
+        """Lines the pods of ``services`` printed in ``window`` (current and previous container attempts)."""
+        since = max(1, math.ceil(now - window.start))
+        found: list[str] = []
+        for pod in self._pods(services):
+            name = pod["metadata"]["name"]
+            restarted = {
+                status["name"]: status.get("restartCount", 0)
+                for status in pod.get("status", {}).get("containerStatuses") or []
+            }
+            for container in pod["spec"]["containers"]:
+                attempts = [False, True] if restarted.get(container["name"], 0) > 0 else [False]
+                for previous in attempts:
+                    found.extend(self._read(name, container["name"], since=since, previous=previous))
+        return LogView(tuple(line for line in found if window.holds(_line_time(line))))
+
+    def _read(self, pod: str, container: str, *, since: int, previous: bool) -> list[str]:
+        try:
+            text = self.client.read_log(
+                namespace=self.namespace, pod=pod, container=container, since_s=since, previous=previous
+            )
+        except ClusterError:  # the pod went away, or has no previous attempt: nothing to read
+            return []
+        return text.splitlines()
+
+    def events(self, services: frozenset[str] | set[str], window: Window) -> tuple[str, ...]:
+        """Messages of events about the pods of ``services`` last seen in ``window``."""
+        pattern = pod_pattern(services)
+        messages: list[str] = []
+        for event in self.client.list_objects("Event", namespace=self.namespace):
+            involved = event.get("involvedObject", {})
+            if involved.get("kind") != "Pod" or not pattern.match(involved.get("name", "")):
+                continue
+            stamp = event.get("lastTimestamp") or event.get("eventTime")
+            if stamp and window.holds(parse_rfc3339(str(stamp))):
+                messages.append(str(event.get("message", "")))
+        return tuple(messages)
+
+    def _pods(self, services: frozenset[str] | set[str]) -> list[Json]:
+        pattern = pod_pattern(services)
+        return [
+            pod
+            for pod in self.client.list_pods(self.namespace, selector="")
+            if pattern.match(pod["metadata"]["name"]) and not pod["metadata"].get("deletionTimestamp")
+        ]
+
+    def restart_counts(self, services: frozenset[str] | set[str]) -> dict[str, int]:
+        """Container restarts so far per pod of ``services``."""
+        return {
+            pod["metadata"]["name"]: sum(
+                status.get("restartCount", 0)
+                for status in pod.get("status", {}).get("containerStatuses") or []
+            )
+            for pod in self._pods(services)
+        }
+
+    # -- readiness ------------------------------------------------------------------------------------
+    def rolled_out(self, name: str) -> bool:
+        """Whether the Deployment ``name`` runs its current template on all its replicas, all ready."""
+        return _complete(self.client.read(ObjectRef("Deployment", self.namespace, name)))
+
+    def not_ready(self) -> list[str]:
+        """The workloads of the namespace that are not fully rolled out and ready (empty when all are)."""
+        waiting = [
+            d["metadata"]["name"]
+            for d in self.client.list_objects("Deployment", namespace=self.namespace)
+            if not _complete(d)
+        ]
+        for s in self.client.list_objects("StatefulSet", namespace=self.namespace):
+            wanted = s.get("spec", {}).get("replicas", 1)
+            if (s.get("status", {}).get("readyReplicas") or 0) < wanted:
+                waiting.append(s["metadata"]["name"])
+        return sorted(waiting)
+
+    # -- the entry point ------------------------------------------------------------------------------
+    def entry_rates(self, *, at: float, seconds: float) -> tuple[float, float]:
+        """(requests/s, failed/s) of the entry point's server spans over the ``seconds`` before ``at``."""
+        selector = (
+            f'namespace="{self.namespace}", service_name="{self.entry_point}", span_kind="SPAN_KIND_SERVER"'
+        )
+        span = f"{round(seconds)}s"
+        calls = "traces_span_metrics_calls_total"
+        total = self._scalar(f"sum(rate({calls}{{{selector}}}[{span}]))", at=at)
+        failed = self._scalar(
+            f'sum(rate({calls}{{{selector}, status_code="STATUS_CODE_ERROR"}}[{span}]))', at=at
+        )
+        return total, failed
+
+    def _scalar(self, query: str, *, at: float) -> float:
+        samples = self.querier.instant(query, at=EPOCH_S + at)
+        if not samples or not math.isfinite(samples[0].value):
+            return 0.0
+        return samples[0].value
+
+
+def _complete(deployment: Json) -> bool:
+    spec, status = deployment.get("spec", {}), deployment.get("status", {})
+    wanted = spec.get("replicas", 1)
+    return (
+        status.get("observedGeneration", 0) >= deployment["metadata"].get("generation", 0)
+        and (status.get("updatedReplicas") or 0) >= wanted
+        and (status.get("availableReplicas") or 0) >= wanted
+        and not status.get("unavailableReplicas")
+    )
+
+
+def _line_time(line: str) -> float:
+    stamp = line.split(" ", 1)[0]
+    try:
+        return parse_rfc3339(stamp)
+    except ValueError:
+        return math.nan  # a line without a timestamp belongs to no window
