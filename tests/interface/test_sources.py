@@ -125,3 +125,17 @@ def test_a_patch_that_leaves_the_defect_behaves_as_the_fault_build() -> None:
 def test_a_build_needs_a_patch_of_the_same_service() -> None:
     with pytest.raises(SourceError, match="no patch"):
         _store().build(service="cartservice", patch_id="frontend-patch-1", image="cartservice:v0.10.6")
+
+
+@pytest.mark.parametrize("app", ["online-boutique", "train-ticket", "astronomy-shop"])
+def test_every_code_fault_of_every_app_has_a_base_and_a_fault_snapshot(app: str) -> None:
+    catalog = load_catalog(app)
+    store = SourceStore.of(load_topology(app), catalog.entries)
+    faults = [e for e in catalog.entries if isinstance(e, CodeFault)]
+    assert faults
+    for fault in faults:
+        change = fault.inject.source
+        assert change.before in store.base_files(fault.target)[change.file], fault.id
+        snapshot = store.snapshot(fault.target, f"registry.example/x:{fault.inject.image_tag}")
+        assert change.after in snapshot.files[change.file], fault.id
+        assert snapshot.fault is not None and snapshot.fault.id == fault.id
