@@ -203,7 +203,14 @@ def main() -> int:
         max_steps=int(os.environ.get("MARATHON_REACT_MAX_STEPS", Limits.max_steps)),
         max_tokens=int(os.environ.get("MARATHON_REACT_MAX_TOKENS", Limits.max_tokens)),
     )
-    model = ChatModel(base_url, api_key, os.environ.get("MARATHON_MODEL", "gpt-4o-mini"))
+    # Some reasoning models accept no temperature: MARATHON_TEMPERATURE=none leaves it out.
+    temperature = os.environ.get("MARATHON_TEMPERATURE", "0")
+    model = ChatModel(
+        base_url,
+        api_key,
+        os.environ.get("MARATHON_MODEL", "gpt-4o-mini"),
+        temperature=None if temperature.lower() == "none" else float(temperature),
+    )
     try:
         with ToolClient.from_env() as client:
             # The deadline is wall time by protocol, so the wall clock is the right one to compare it with.
