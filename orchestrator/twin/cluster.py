@@ -24,6 +24,7 @@ from orchestrator.twin.replicasets import ReplicaSetController
 from orchestrator.twin.runtime_protocol import PodRuntime
 from orchestrator.twin.store import (
     DEPLOYMENTS,
+    ENDPOINTS,
     NAMESPACES,
     NODES,
     PODS,
@@ -83,10 +84,48 @@ class Cluster:
         self._last_expiry = start
         for namespace in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.ensure_namespace(namespace)
+        self._kubernetes_service()
         for index, node in enumerate(nodes):
             self.store.create(
                 NODES, _node_object(node, index=index, cpu=node_cpu, memory=node_memory, now=start)
             )
+
+    def _kubernetes_service(self) -> None:
+        """The ``default/kubernetes`` Service every cluster has, pointing at the API server."""
+        self.store.create(
+            SERVICES,
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "name": "kubernetes",
+                    "namespace": "default",
+                    "labels": {"component": "apiserver", "provider": "kubernetes"},
+                },
+                "spec": {
+                    "clusterIP": "10.96.0.1",
+                    "ports": [{"name": "https", "port": 443, "targetPort": 6443}],
+                },
+            },
+        )
+        self.store.create(
+            ENDPOINTS,
+            {
+                "apiVersion": "v1",
+                "kind": "Endpoints",
+                "metadata": {
+                    "name": "kubernetes",
+                    "namespace": "default",
+                    "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"},
+                },
+                "subsets": [
+                    {
+                        "addresses": [{"ip": "172.18.0.2"}],
+                        "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}],
+                    }
+                ],
+            },
+        )
 
     def ensure_namespace(self, name: str) -> None:
         with self.lock:

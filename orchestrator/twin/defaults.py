@@ -123,11 +123,17 @@ class ServiceDefaults:
 
     def __init__(self) -> None:
         self._next = 11  # 10.96.0.1 is the kubernetes Service, 10.96.0.10 kube-dns
+        self._next_node_port = 30000
 
     def allocate(self) -> str:
         index = self._next
         self._next += 1
         return f"10.96.{index // 254}.{index % 254 + 1}" if index >= 254 else f"10.96.0.{index}"
+
+    def _allocate_node_port(self) -> int:
+        port = self._next_node_port
+        self._next_node_port = port + 1 if port < 32767 else 30000
+        return port
 
     def __call__(self, obj: Obj, old: Obj | None) -> None:
         spec = obj.get("spec")
@@ -142,6 +148,14 @@ class ServiceDefaults:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
                 port.setdefault("targetPort", port.get("port"))
+        if spec["type"] in ("NodePort", "LoadBalancer"):
+            kept = {
+                p.get("port"): p.get("nodePort") for p in ((old or {}).get("spec") or {}).get("ports") or []
+            }
+            for port in spec.get("ports") or []:
+                if isinstance(port, dict) and not port.get("nodePort"):
+                    port["nodePort"] = kept.get(port.get("port")) or self._allocate_node_port()
+            spec.setdefault("externalTrafficPolicy", "Cluster")
         old_ip = ((old or {}).get("spec") or {}).get("clusterIP")
         if spec.get("clusterIP") in (None, ""):
             spec["clusterIP"] = old_ip or self.allocate()

@@ -8,7 +8,7 @@ from typing import Any
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.resources import RESOURCE_TYPES
 from orchestrator.twin.selectors import parse_label_selector
-from orchestrator.twin.store import DEPLOYMENTS, ENDPOINTS, EVENTS, PODS, REPLICASETS
+from orchestrator.twin.store import DEPLOYMENTS, ENDPOINTS, EVENTS, PODS, REPLICASETS, SERVICES
 from orchestrator.twin.store import NODES as NODE_OBJECTS
 from tests.twin.api.support import NAMESPACE, NODES, ScriptedRuntime, deployment, run, service, shop_manifests
 
@@ -262,3 +262,17 @@ def test_two_clusters_given_the_same_calls_hold_identical_objects() -> None:
     first, second = world(), world()
     assert first == second
     assert '"restartCount": 0' in first and "CrashLoopBackOff" in first
+
+
+def test_services_get_cluster_ips_in_order_and_node_ports_that_survive_updates() -> None:
+    exposed = service("web")
+    exposed["spec"]["type"] = "NodePort"
+    cluster = fresh(None, service("cart", 7070), exposed)
+    cart = cluster.store.get(SERVICES, NAMESPACE, "cart")
+    web = cluster.store.get(SERVICES, NAMESPACE, "web")
+    assert (cart["spec"]["clusterIP"], web["spec"]["clusterIP"]) == ("10.96.0.11", "10.96.0.12")
+    assert web["spec"]["ports"][0]["nodePort"] == 30000
+    again = json.loads(json.dumps(web))
+    del again["spec"]["ports"][0]["nodePort"]
+    assert cluster.store.replace(SERVICES, again)["spec"]["ports"][0]["nodePort"] == 30000
+    assert cluster.store.get(SERVICES, "default", "kubernetes")["spec"]["clusterIP"] == "10.96.0.1"
