@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator.telemetry.querying import PrometheusQuerier
+from orchestrator.telemetry.server import start_prometheus
 from tests.interface.world import running_world
-from tests.twin.twin_support import prometheus
 
 RATE = 'sum by (service_name) (rate(traces_span_metrics_calls_total{namespace="online-boutique"}[1m]))'
 
 
 @pytest.mark.slow
 def test_query_metrics_answers_instant_and_range_queries_in_schedule_time(tmp_path: Path) -> None:
-    for server in prometheus(tmp_path / "prometheus"):
+    if shutil.which("prometheus") is None:
+        pytest.skip("prometheus is not installed")
+    with start_prometheus(tmp_path / "prometheus") as server:
         querier = PrometheusQuerier(server.url)
         with running_world(
             "online-boutique", directory=tmp_path, remote_write_url=server.remote_write_url, querier=querier
