@@ -6,6 +6,8 @@ body to send. It runs under ``cluster.lock`` and raises ``ApiStatusError`` for e
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,26 +118,42 @@ def _list(cluster: Cluster, route: Route, query: dict[str, str], accept: str) ->
     fields = parse_field_selector(query.get("fieldSelector"), kind=rtype.kind)
     namespace = route.namespace if rtype.namespaced else None
     items = cluster.store.list(rtype, namespace, labels=labels, fields=fields)
+    meta: Obj = {"resourceVersion": _rv(cluster)}
+    items = _page(items, query, meta)
     if wants_table(accept):
-        return Result(
-            200,
-            table(
-                rtype,
-                items,
-                now=cluster.now,
-                resource_version=_rv(cluster),
-                include=query.get("includeObject", "Metadata"),
-            ),
+        shown = table(
+            rtype,
+            items,
+            now=cluster.now,
+            resource_version=_rv(cluster),
+            include=query.get("includeObject", "Metadata"),
         )
+        shown["metadata"] = meta
+        return Result(200, shown)
     return Result(
-        200,
-        {
-            "kind": rtype.list_kind,
-            "apiVersion": rtype.api_version,
-            "metadata": {"resourceVersion": _rv(cluster)},
-            "items": items,
-        },
+        200, {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta, "items": items}
     )
+
+
+def _page(items: list[Obj], query: dict[str, str], meta: Obj) -> list[Obj]:
+    """``limit`` and ``continue`` as chunked lists use them: the token carries the next offset."""
+    offset = 0
+    if query.get("continue"):
+        try:
+            offset = int(json.loads(base64.urlsafe_b64decode(query["continue"].encode()))["offset"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ApiStatusError(
+                400,
+                "BadRequest",
+                "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ) from exc
+    limit = int(query["limit"]) if query.get("limit", "").isdigit() and int(query["limit"]) > 0 else None
+    if limit is None or offset + limit >= len(items):
+        return items[offset:]
+    token = json.dumps({"offset": offset + limit, "rv": meta["resourceVersion"]}).encode()
+    meta["continue"] = base64.urlsafe_b64encode(token).decode()
+    meta["remainingItemCount"] = len(items) - offset - limit
+    return items[offset : offset + limit]
 
 
 def _require_object(rtype: ResourceType, body: Any) -> Obj:

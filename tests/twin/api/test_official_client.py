@@ -248,3 +248,13 @@ def test_deleting_a_pod_removes_it_and_its_replicaset_replaces_it(
         for e in core.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={old}").items
     ]
     assert "Killing" in reasons
+
+
+def test_lists_page_with_limit_and_continue(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    first = core.list_namespaced_pod(NAMESPACE, limit=3)
+    rest = core.list_namespaced_pod(NAMESPACE, limit=3, _continue=first.metadata._continue)
+    assert (len(first.items), first.metadata.remaining_item_count, len(rest.items)) == (3, 1, 1)
+    assert rest.metadata._continue is None
+    names = [p.metadata.name for p in first.items + rest.items]
+    assert names == [p.metadata.name for p in core.list_namespaced_pod(NAMESPACE).items]
