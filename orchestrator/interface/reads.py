@@ -45,6 +45,8 @@ def get_alerts(backend: Backend, args: a.GetAlerts) -> Json:
             continue
         if args.rule is not None and alert.rule != args.rule:
             continue
+        if args.namespace is not None and alert.labels.get("namespace") != args.namespace:
+            continue
         ended = alert.ends_at
         if args.since_s is not None and ended is not None and ended < now - args.since_s:
             continue

@@ -153,7 +153,12 @@ def test_get_feature_flags_says_when_the_application_has_none(shared_ob: World) 
 
 def test_get_alerts_filters_by_status_service_rule_and_time(shared_ob: World) -> None:
     shared_ob.alerts[:] = [
-        AlertRecord(alert_id="a1", rule="HighErrorRate", labels={"service": "cartservice"}, starts_at=10.0),
+        AlertRecord(
+            alert_id="a1",
+            rule="HighErrorRate",
+            labels={"service": "cartservice", "namespace": "online-boutique"},
+            starts_at=10.0,
+        ),
         AlertRecord(
             alert_id="a2", rule="PodRestarts", labels={"service": "frontend"}, starts_at=5.0, ends_at=9.0
         ),
@@ -172,6 +177,7 @@ def test_get_alerts_filters_by_status_service_rule_and_time(shared_ob: World) ->
     assert ids(service="frontend") == ["a2", "a3"]
     assert ids(rule="HighErrorRate") == ["a1", "a3"]
     assert ids(since_s=shared_ob.t - 50) == ["a1", "a3"]
+    assert ids(namespace="online-boutique") == ["a1"]
     shared_ob.alerts.clear()
 
 
