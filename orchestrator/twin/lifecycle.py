@@ -290,6 +290,8 @@ class Kubelet:
             )
         if state.ever_started:
             state.restarts += 1
+        if "terminated" in state.state:
+            state.last_state = {"terminated": state.state["terminated"]}
         state.ever_started = True
         state.container_id = f"containerd://{self._ids.getrandbits(256):064x}"
         self._container_event(pod, track, name, now, "Created", f"Created container: {name}")

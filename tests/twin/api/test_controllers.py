@@ -276,3 +276,17 @@ def test_services_get_cluster_ips_in_order_and_node_ports_that_survive_updates()
     del again["spec"]["ports"][0]["nodePort"]
     assert cluster.store.replace(SERVICES, again)["spec"]["ports"][0]["nodePort"] == 30000
     assert cluster.store.get(SERVICES, "default", "kubernetes")["spec"]["clusterIP"] == "10.96.0.1"
+
+
+def test_the_first_crash_is_the_last_state_of_the_immediate_restart() -> None:
+    runtime = ScriptedRuntime()
+    cluster = fresh(runtime, deployment("cart", image="shop/cart:1.0"))
+    run(cluster, 20)
+    runtime.oom.add("shop/cart:1.0")
+    run(cluster, 5)
+    assert container_status(pods_of(cluster, "cart")[0])["state"]["terminated"]["reason"] == "OOMKilled"
+    runtime.oom.clear()
+    run(cluster, 5)
+    status = container_status(pods_of(cluster, "cart")[0])
+    assert "running" in status["state"] and status["restartCount"] == 1
+    assert status["lastState"]["terminated"]["reason"] == "OOMKilled"
