@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.twin.commands",
     "orchestrator.telemetry.commands",
     "orchestrator.run.commands",
+    "orchestrator.api.commands",
 )
 
 

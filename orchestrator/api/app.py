@@ -1,0 +1,223 @@
+"""The FastAPI application: runs, live events, bundles, scores, reports, the leaderboard, the control
+plane's own metrics and the dashboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sse_starlette.sse import EventSourceResponse
+
+from orchestrator.api import artifacts, dashboard
+from orchestrator.api.leaderboard import leaderboard_rows
+from orchestrator.api.metrics import Metrics
+from orchestrator.api.models import Created, Health, Leaderboard, RunPage, RunRequest, RunView, Status
+from orchestrator.api.registry import Registry, RunRow, TargetBusy
+from orchestrator.api.runs import RunManager, TooManyRuns, config_problems
+from orchestrator.api.views import links_of, view_of
+from orchestrator.errors import InputError, OrchestratorError
+
+SSE_POLL_S = 0.25
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_url: str
+    data_dir: Path
+    token: str | None
+    max_active: int = 4
+
+
+Responses = dict[int | str, dict[str, Any]]
+NOT_FOUND: Responses = {404: {"description": "no such run"}}
+AUTH: Responses = {401: {"description": "missing or wrong bearer token"}}
+
+
+BEARER = HTTPBearer(auto_error=False)
+
+
+def authorised(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
+) -> None:
+    """Mutating endpoints need the bearer token; without a configured token (loopback only) anyone may."""
+    token: str | None = request.app.state.token
+    if token is None:
+        return
+    given = credentials.credentials if credentials is not None else ""
+    if not secrets.compare_digest(given.encode(), token.encode()):
+        raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+
+def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
+    """The app; ``nightly`` names a matrix file to schedule while the server runs."""
+    registry = Registry(settings.db_url)
+    metrics = Metrics()
+    runs = RunManager(
+        registry=registry, metrics=metrics, data_dir=settings.data_dir, max_active=settings.max_active
+    )
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(runs.recover)
+        scheduler = None
+        if nightly is not None:
+            from orchestrator.api.nightly import start_scheduler
+
+            scheduler = start_scheduler(runs, config_path=nightly, db_url=settings.db_url)
+        yield
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)
+        await asyncio.to_thread(runs.shutdown)
+
+    app = FastAPI(
+        title="marathon control plane",
+        version="1",
+        lifespan=lifespan,
+        description="Start, follow and stop fault-injection marathons; bundles, scores and a leaderboard.",
+    )
+    app.state.runs = runs
+    app.state.token = settings.token
+
+    def found(run_id: str) -> RunRow:
+        row = registry.get(run_id)
+        if row is None:
+            raise HTTPException(404, f"no run {run_id!r}")
+        return row
+
+    @app.exception_handler(InputError)
+    async def input_error(_request: Request, exc: InputError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": config_problems(exc.problems, str(exc))})
+
+    @app.post(
+        "/runs", status_code=201, response_model=Created, dependencies=[Depends(authorised)],
+        responses={**AUTH, 409: {"description": "a run is active on that cluster target"},
+                   429: {"description": "the server runs as many marathons as allowed"}},
+    )  # fmt: skip
+    def start_run(request: RunRequest) -> Created:
+        try:
+            row = runs.submit(request)
+        except TargetBusy as exc:
+            raise HTTPException(409, f"run {exc.run_id} is active on that cluster target") from None
+        except TooManyRuns as exc:
+            raise HTTPException(429, str(exc)) from None
+        return Created(id=row.id, status="running", links=links_of(row.id))
+
+    @app.get("/runs", response_model=RunPage)
+    def list_runs(
+        app_name: Annotated[str | None, Query(alias="app", max_length=64)] = None,
+        agent: Annotated[str | None, Query(max_length=128)] = None,
+        status: Annotated[Status | None, Query()] = None,
+        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    ) -> RunPage:
+        total, rows = registry.page(app=app_name, agent=agent, status=status, offset=offset, limit=limit)
+        return RunPage(total=total, offset=offset, limit=limit, runs=[view_of(r) for r in rows])
+
+    @app.get("/runs/{run_id}", response_model=RunView, responses=NOT_FOUND)
+    def get_run(run_id: str) -> RunView:
+        return view_of(found(run_id))
+
+    @app.post(
+        "/runs/{run_id}/stop", status_code=202, response_model=RunView, dependencies=[Depends(authorised)],
+        responses={**AUTH, **NOT_FOUND},
+    )  # fmt: skip
+    def stop_run(run_id: str) -> RunView:
+        row = runs.stop(run_id)
+        if row is None:
+            raise HTTPException(404, f"no run {run_id!r}")
+        return view_of(row)
+
+    @app.get(
+        "/runs/{run_id}/events",
+        response_class=EventSourceResponse,
+        responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"},
+                   **NOT_FOUND},
+    )  # fmt: skip
+    async def run_events(request: Request, run_id: str) -> EventSourceResponse:
+        row = await asyncio.to_thread(found, run_id)
+        log = runs.events(row)
+        start = _last_event_id(request)
+
+        async def stream() -> AsyncIterator[dict[str, str]]:
+            seq = start
+            while True:
+                events, closed = log.since(seq)
+                for event in events:
+                    yield {"event": str(event.get("type", "message")), "id": str(event["seq"]),
+                           "data": json.dumps(event, sort_keys=True)}  # fmt: skip
+                seq += len(events)
+                if closed:
+                    yield {"event": "end", "data": "{}"}
+                    return
+                if await request.is_disconnected():
+                    return
+                await asyncio.sleep(SSE_POLL_S)
+
+        return EventSourceResponse(stream(), ping=15)
+
+    @app.get(
+        "/runs/{run_id}/bundle",
+        response_class=FileResponse,
+        responses={200: {"content": {"application/zstd": {}}, "description": "the sealed bundle, packed"},
+                   **NOT_FOUND, 409: {"description": "the bundle is not sealed yet"}},
+    )  # fmt: skip
+    def run_bundle(run_id: str) -> FileResponse:
+        row = found(run_id)
+        packed = _ready(artifacts.packed_bundle, row)
+        return FileResponse(packed, media_type="application/zstd", filename=f"{row.id}.bundle.tar.zst")
+
+    @app.get("/runs/{run_id}/score", responses={**NOT_FOUND, 409: {"description": "not scored yet"}})
+    def run_score(run_id: str) -> dict[str, Any]:
+        row = found(run_id)
+        if row.score is None:
+            raise HTTPException(409, f"run {run_id} has no score ({row.status})")
+        return row.score
+
+    @app.get(
+        "/runs/{run_id}/report", response_class=HTMLResponse,
+        responses={**NOT_FOUND, 409: {"description": "the bundle is not sealed yet"}},
+    )  # fmt: skip
+    def run_report(run_id: str) -> HTMLResponse:
+        row = found(run_id)
+        return HTMLResponse(_ready(artifacts.report_html, row).read_text(encoding="utf-8"))
+
+    @app.get("/leaderboard", response_model=Leaderboard)
+    def get_leaderboard() -> Leaderboard:
+        return Leaderboard(rows=leaderboard_rows(registry.scored()))
+
+    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    def get_metrics() -> Response:
+        return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.get("/healthz", response_model=Health)
+    def healthz() -> Health:
+        return Health(status="ok", active_runs=len(runs.live))
+
+    dashboard.mount(app)
+    return app
+
+
+def _ready(make: Any, row: RunRow) -> Path:
+    if row.active:
+        raise HTTPException(409, f"run {row.id} is {row.status}: its bundle is sealed when it ends")
+    try:
+        path: Path = make(row)
+    except FileNotFoundError:
+        raise HTTPException(404, f"run {row.id} left no bundle") from None
+    except OrchestratorError as exc:
+        raise HTTPException(409, f"run {row.id}: {exc}") from None
+    return path
+
+
+def _last_event_id(request: Request) -> int:
+    raw = request.headers.get("last-event-id", "")
+    return int(raw) + 1 if raw.isdigit() else 0

@@ -1,0 +1,112 @@
+"""``marathon serve`` (the control plane over HTTP) and ``marathon nightly`` (the benchmark matrix)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+from orchestrator.errors import ConfigError, Problem
+
+TOKEN_ENV = "MARATHON_API_TOKEN"
+DEFAULT_DATA = Path("runs") / "control"
+DEFAULT_NIGHTLY = Path("deploy") / "nightly.yaml"
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="where run homes live")
+    parser.add_argument("--db", default=None, help="SQLAlchemy URL of the run registry (default: SQLite "
+                        "in the data directory; postgresql+psycopg://... works too)")  # fmt: skip
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = subparsers.add_parser("serve", help="serve the control plane API and dashboard")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--token", default=None, help=f"bearer token for mutating endpoints (or ${TOKEN_ENV})")
+    serve.add_argument("--max-active", type=int, default=4, help="runs at once")
+    serve.add_argument(
+        "--nightly",
+        type=Path,
+        default=None,
+        help=f"nightly matrix file to schedule (default {DEFAULT_NIGHTLY} when present)",
+    )
+    serve.add_argument("--no-nightly", action="store_true", help="schedule no nightly matrix")  # fmt: skip
+    _common(serve)
+    serve.set_defaults(func=_serve)
+
+    nightly = subparsers.add_parser("nightly", help="run the nightly benchmark matrix")
+    nightly.add_argument("--once", action="store_true", required=True, help="run the matrix now and exit")
+    nightly.add_argument("--config", type=Path, default=DEFAULT_NIGHTLY)
+    _common(nightly)
+    nightly.set_defaults(func=_nightly)
+
+
+def db_url(args: argparse.Namespace) -> str:
+    if args.db:
+        return str(args.db)
+    args.data.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(args.data / 'registry.sqlite').resolve()}"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from orchestrator.api.app import Settings, create_app
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is None and not is_loopback(args.host):
+        raise ConfigError(
+            "refusing to serve without a token beyond loopback",
+            [Problem("command line", None, "--host", args.host, f"give --token or set ${TOKEN_ENV}")],
+        )
+    if args.max_active < 1:
+        problem = Problem("command line", None, "--max-active", str(args.max_active), "must be at least 1")
+        raise ConfigError("bad --max-active", [problem])
+    nightly = args.nightly or (DEFAULT_NIGHTLY if DEFAULT_NIGHTLY.is_file() else None)
+    if args.no_nightly:
+        nightly = None
+    url = db_url(args)
+    settings = Settings(db_url=url, data_dir=args.data.resolve(), token=token, max_active=args.max_active)
+    app = create_app(settings, nightly=nightly)
+    print(f"marathon control plane at http://{args.host}:{args.port}/ (registry {url})", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)
+    return 0
+
+
+def _nightly(args: argparse.Namespace) -> int:
+    from orchestrator.api.metrics import Metrics
+    from orchestrator.api.nightly import load_nightly, matrix, run_matrix
+    from orchestrator.api.registry import Registry
+    from orchestrator.api.runs import RunManager
+
+    config = load_nightly(args.config)
+    registry = Registry(db_url(args))
+    manager = RunManager(
+        registry=registry, metrics=Metrics(), data_dir=args.data.resolve(), max_active=config.concurrency
+    )
+    manager.recover()
+    print(f"nightly matrix: {len(matrix(config))} runs, {config.concurrency} at once", flush=True)
+    cells = run_matrix(manager, config)
+    failed = 0
+    for cell in cells:
+        row = registry.get(cell.run_id) if cell.run_id else None
+        score = f"{row.marathon_score:.1f}" if row is not None and row.marathon_score is not None else "-"
+        r = cell.request
+        line = f"{r.app:<18} {r.agent:<10} seed {r.seed:<6} {cell.status:<11} score {score:<6}"
+        print(f"{line} {cell.run_id or ''}")
+        if cell.error:
+            print(f"    {cell.error}", file=sys.stderr)
+        failed += cell.status != "finished"
+    return 1 if failed else 0

@@ -1,0 +1,60 @@
+"""The control plane's own Prometheus metrics, for operators only: they live on the control plane's port,
+never in the run's Prometheus, so an agent's ``query_metrics`` cannot see them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+INVOCATION_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 90, 120, 300)
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.active_faults = Gauge(
+            "marathon_active_faults",
+            "Faults applied and not yet reverted, per run",
+            ["run", "app"],
+            registry=r,
+        )
+        self.active_runs = Gauge("marathon_active_runs", "Runs queued or running", registry=r)
+        self.injections = Counter("marathon_injections", "Faults injected", ["app", "category"], registry=r)
+        self.reverts = Counter("marathon_reverts", "Faults reverted", ["app", "outcome"], registry=r)
+        self.failures = Counter(
+            "marathon_failures", "Failed injections, reverts and observations", ["app"], registry=r
+        )
+        self.runs_ended = Counter("marathon_runs_ended", "Runs ended, by status", ["status"], registry=r)
+        self.invocations = Histogram(
+            "marathon_invocation_duration_seconds",
+            "Wall seconds of each agent invocation",
+            ["app", "agent"],
+            buckets=INVOCATION_BUCKETS,
+            registry=r,
+        )
+
+    def observe(self, *, run: str, app: str, agent: str, event: dict[str, Any], active: int) -> None:
+        kind = event.get("type")
+        if kind == "injected":
+            self.injections.labels(app=app, category=str(event.get("category", ""))).inc()
+        elif kind == "reverted":
+            self.reverts.labels(app=app, outcome=str(event.get("outcome", ""))).inc()
+        elif kind == "failed":
+            self.failures.labels(app=app).inc()
+        elif kind == "invocation":
+            self.invocations.labels(app=app, agent=agent).observe(float(event.get("wall_s", 0.0)))
+        self.active_faults.labels(run=run, app=app).set(active)
+
+    def forget(self, *, run: str, app: str) -> None:
+        with contextlib.suppress(KeyError):
+            self.active_faults.remove(run, app)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,280 @@
+"""Starting, following and stopping runs: each run in its own worker process, its events read back on a
+thread that keeps the registry, the metrics and the live event log up to date.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator.api.events import EventLog, ServiceTail
+from orchestrator.api.metrics import Metrics
+from orchestrator.api.models import RunRequest
+from orchestrator.api.recovery import RUN_DIR, recover_run
+from orchestrator.api.registry import Registry, RunRow
+from orchestrator.api.workers import Worker, start_worker
+from orchestrator.errors import Problem
+from orchestrator.run.config import RunConfig, make_config
+from orchestrator.run.finishing import BUNDLE_DIR
+from orchestrator.run.runner import preflight
+
+POLL_S = 0.5
+SCHEDULE_FIELDS = {
+    "faults": "faults", "delta_s": "delta_s", "budget_s": "budget_s",
+    "injection_period_s": "injection_period_s", "observation_period_s": "observation_period_s",
+    "min_duration_s": "min_duration_s", "max_duration_s": "max_duration_s",
+    "max_concurrent": "max_concurrent", "sample_step_s": "sample_step_s",
+}  # fmt: skip
+
+
+class TooManyRuns(Exception):
+    """The server already runs as many marathons as it was allowed."""
+
+
+def wall_now() -> str:
+    """Registry bookkeeping only (created/ended stamps); never read by a run's logic."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def config_for(request: RunRequest, *, home: Path, runs_root: Path) -> RunConfig:
+    """The runner's configuration of an API request; ``ConfigError`` names every bad field (no side
+    effects besides none: the run directory is only named here)."""
+    overrides = request.schedule.model_dump(exclude_none=True)
+    clock = request.clock or ("realtime" if request.backend == "kube" else "stepped")
+    delta = overrides.get("delta_s", 120)
+    overrides.setdefault("budget_s", min(110.0, max(1.0, delta - 10.0)))
+    return make_config(
+        app=request.app, seed=request.seed, agent=request.agent, backend=request.backend, clock=clock,
+        speed=request.speed, kubeconfig=Path(request.kubeconfig) if request.kubeconfig else None,
+        prometheus_url=request.prometheus_url, baseline=request.baseline, model_url=request.model_url,
+        token_budget=request.token_budget, out=home / RUN_DIR, runs_root=runs_root, quiet=True, **overrides,
+    )  # fmt: skip
+
+
+def request_field(problem_field: str) -> list[str]:
+    """Where a runner configuration field sits in the request body (for 422 locations)."""
+    head = problem_field.split(".")[0]
+    if head in SCHEDULE_FIELDS:
+        return ["body", "schedule", head]
+    return ["body", head]
+
+
+def target_of(config: RunConfig, run_id: str) -> str:
+    """The cluster a run mutates: a real cluster by its kubeconfig; each twin run has its own twin."""
+    if config.backend == "kube" and config.kubeconfig is not None:
+        return f"kube:{config.kubeconfig.resolve()}"
+    return f"twin:{run_id}"
+
+
+@dataclass
+class Live:
+    """What the server holds of a run while its worker is alive."""
+
+    row: RunRow
+    worker: Worker
+    log: EventLog
+    tail: ServiceTail
+    active: set[str] = field(default_factory=set)
+    counts: dict[str, int] = field(default_factory=dict)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class RunManager:
+    def __init__(self, *, registry: Registry, metrics: Metrics, data_dir: Path, max_active: int) -> None:
+        self.registry = registry
+        self.metrics = metrics
+        self.data_dir = data_dir
+        self.max_active = max_active
+        self.live: dict[str, Live] = {}
+        self._logs: dict[str, EventLog] = {}
+        self._lock = threading.Lock()
+        self.listeners: list[Callable[[RunRow], None]] = []
+
+    @property
+    def runs_root(self) -> Path:
+        return self.data_dir / "runs"
+
+    def recover(self) -> list[RunRow]:
+        """Mark the runs a dead server left active as interrupted, and revert or settle their faults."""
+        recovered = []
+        for row in self.registry.active():
+            outcome = recover_run(row.home, backend=row.backend, worker_pid=row.worker_pid)
+            self.registry.update(
+                row.id, status="interrupted", ended_at=wall_now(), reason="interrupted",
+                recovery=outcome.summary(), active_faults=[],
+            )  # fmt: skip
+            EventLog.load(row.home, closed=False).append(
+                {"type": "interrupted", "recovery": outcome.summary()}
+            )
+            self.metrics.runs_ended.labels(status="interrupted").inc()
+            found = self.registry.get(row.id)
+            assert found is not None
+            recovered.append(found)
+        return recovered
+
+    def submit(self, request: RunRequest, *, source: str = "api") -> RunRow:
+        """Validate, register and start a run; ``ConfigError``, ``TargetBusy`` or ``TooManyRuns``."""
+        run_id = secrets.token_hex(6)
+        home = self.runs_root / run_id
+        config = config_for(request, home=home, runs_root=self.runs_root)
+        preflight(config)
+        with self._lock:
+            if sum(1 for live in self.live.values() if not live.done.is_set()) >= self.max_active:
+                raise TooManyRuns(f"{self.max_active} runs are active; stop one or wait")
+            home.mkdir(parents=True, exist_ok=False)
+            row = self.registry.create(
+                fields={
+                    "id": run_id, "app": config.app, "seed": config.seed, "agent": config.agent_name,
+                    "backend": config.backend, "clock": config.clock, "target": target_of(config, run_id),
+                    "source": source, "config_json": config.model_dump(mode="json"), "home": home,
+                    "created_at": wall_now(),
+                }
+            )  # fmt: skip
+            log = EventLog(home=home)
+            worker = start_worker(config.model_dump_json(), log_path=home / "worker.log")
+            live = Live(row=row, worker=worker, log=log,
+                        tail=ServiceTail(home / RUN_DIR / BUNDLE_DIR / "service.jsonl"))  # fmt: skip
+            self.live[run_id] = live
+            self._logs[run_id] = log
+        self.registry.update(run_id, status="running", worker_pid=worker.pid)
+        self.metrics.active_runs.inc()
+        log.append({"type": "started", "app": config.app, "agent": config.agent_name, "seed": config.seed})
+        threading.Thread(target=self._follow, args=(live,), daemon=True, name=f"run-{run_id}").start()
+        found = self.registry.get(run_id)
+        assert found is not None
+        return found
+
+    def stop(self, run_id: str) -> RunRow | None:
+        """Ask a run to end gracefully (revert, seal, score); a run already ending or ended is left be."""
+        row = self.registry.get(run_id)
+        if row is None:
+            return None
+        live = self.live.get(run_id)
+        if live is not None and not live.done.is_set() and row.status in ("queued", "running"):
+            self.registry.update(run_id, status="stopping")
+            live.log.append({"type": "stopping"})
+            live.worker.stop()
+        return self.registry.get(run_id)
+
+    def wait(self, run_id: str, timeout: float | None = None) -> bool:
+        live = self.live.get(run_id)
+        return True if live is None else live.done.wait(timeout)
+
+    def events(self, row: RunRow) -> EventLog:
+        with self._lock:
+            log = self._logs.get(row.id)
+            if log is None:
+                log = EventLog.load(row.home, closed=not row.active)
+                self._logs[row.id] = log
+            return log
+
+    def shutdown(self, *, timeout: float = 120.0) -> None:
+        """Stop every run gracefully and wait for them (the server is going down on purpose)."""
+        for run_id in list(self.live):
+            self.stop(run_id)
+        for live in list(self.live.values()):
+            if not live.done.wait(timeout):
+                live.worker.process.kill()
+
+    # The worker's messages, on the run's own thread.
+
+    def _follow(self, live: Live) -> None:
+        outcome: tuple[str, Any] | None = None
+        conn = live.worker.conn
+        try:
+            while outcome is None:
+                if not conn.poll(POLL_S):
+                    if not live.worker.process.is_alive() and not conn.poll(0):
+                        break
+                    continue
+                kind, payload = conn.recv()
+                if kind == "event":
+                    self._on_event(live, payload)
+                else:
+                    outcome = (kind, payload)
+        except (EOFError, OSError):
+            pass
+        live.worker.process.join(timeout=30)
+        conn.close()
+        self._finish(live, outcome)
+
+    def _on_event(self, live: Live, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        row = live.row
+        updates: dict[str, Any] = {}
+        if kind == "injected":
+            live.active.add(str(event["fault_id"]))
+            updates["injections"] = self._count(live, "injections")
+        elif kind == "reverted":
+            live.active.discard(str(event["fault_id"]))
+            updates["reverts"] = self._count(live, "reverts")
+        elif kind == "failed":
+            updates["failures"] = self._count(live, "failures")
+        elif kind == "invocation":
+            updates["invocations"] = self._count(live, "invocations")
+        elif kind == "boundary":
+            updates.update(boundary=int(event["k"]), boundaries=int(event["of"]))
+            updates["schedule_t"] = float(event["t"])
+        elif kind == "concurrency":
+            updates["firing"] = int(event.get("firing", 0))
+        if kind in ("injected", "reverted"):
+            updates["active_faults"] = sorted(live.active)
+        live.log.append(event)
+        self.metrics.observe(run=row.id, app=row.app, agent=row.agent, event=event, active=len(live.active))
+        if kind == "concurrency":
+            for sample in live.tail.new_samples():
+                live.log.append(sample)
+        if updates:
+            self.registry.update(row.id, **updates)
+
+    @staticmethod
+    def _count(live: Live, key: str) -> int:
+        live.counts[key] = live.counts.get(key, 0) + 1
+        return live.counts[key]
+
+    def _finish(self, live: Live, outcome: tuple[str, Any] | None) -> None:
+        row = live.row
+        if outcome is not None and outcome[0] == "result":
+            result = outcome[1]
+            status = "finished" if result["reason"] == "completed" else "stopped"
+            self.registry.update(
+                row.id, status=status, reason=result["reason"], score=result["score"] or None,
+                runner_run_id=result["run_id"], ended_at=wall_now(), active_faults=[],
+            )  # fmt: skip
+        else:
+            error = outcome[1] if outcome is not None else "the worker process ended without a result"
+            # The runner reverts in its ``finally``; a worker that died without a word could not.
+            recovery = None
+            if outcome is None:
+                recovery = recover_run(row.home, backend=row.backend, worker_pid=None).summary()
+            self.registry.update(
+                row.id, status="failed", reason="error", error=str(error)[:4000], ended_at=wall_now(),
+                active_faults=[] if outcome is None else sorted(live.active), recovery=recovery,
+            )  # fmt: skip
+            status = "failed"
+        live.log.append({"type": "finished", "status": status})
+        live.log.close()
+        self.metrics.active_runs.dec()
+        self.metrics.runs_ended.labels(status=status).inc()
+        self.metrics.forget(run=row.id, app=row.app)
+        live.done.set()
+        with self._lock:
+            self.live.pop(row.id, None)
+        ended = self.registry.get(row.id)
+        if ended is not None:
+            for listener in self.listeners:
+                listener(ended)
+
+
+def config_problems(problems: list[Problem], message: str) -> list[dict[str, Any]]:
+    """FastAPI-shaped 422 details from the runner's configuration problems (no side effects)."""
+    problems = problems or [Problem("request", None, "body", "", message)]
+    return [
+        {"loc": request_field(p.field), "msg": p.message, "type": "value_error", "input": p.value}
+        for p in problems
+    ]
