@@ -49,6 +49,10 @@ marathon: setup
 	  echo "marathon run: not yet available (the runner is not built yet); try: $(BIN)/marathon schedule --app $(APP) --seed $(SEED)"; \
 	fi
 
+serve: setup
+	$(BIN)/marathon serve
+.PHONY: serve
+
 bench: setup
 	$(BIN)/python tests/bench.py
 
