@@ -319,6 +319,8 @@ class Kubelet:
         if verdict.exit_reason or not verdict.starts:
             self._die(pod, track, container, state, verdict, now)
             return
+        if self._fails_liveness(pod, track, container, state, verdict, now):
+            return
         ready = probe_ready(container, state, verdict, now)
         probe = container.get("readinessProbe")
         started_at = state.started_at if state.started_at is not None else now
@@ -333,6 +335,43 @@ class Kubelet:
                 message=f"Readiness probe failed: {probe_failure(probe, track.ip)}",
             )
         state.ready = ready
+
+    def _fails_liveness(
+        self,
+        pod: Obj,
+        track: PodTrack,
+        container: Obj,
+        state: ContainerTrack,
+        verdict: ContainerVerdict,
+        now: float,
+    ) -> bool:
+        """Liveness as the kubelet probes it: a failing streak of ``failureThreshold`` periods kills."""
+        probe = container.get("livenessProbe")
+        started_at = state.started_at if state.started_at is not None else now
+        if not probe or verdict.live or now - started_at < probe.get("initialDelaySeconds", 0):
+            state.unlive_since = None
+            return False
+        if state.unlive_since is None:
+            state.unlive_since = now
+        name = container["name"]
+        self._container_event(
+            pod,
+            track,
+            name,
+            now,
+            "Unhealthy",
+            warning=True,
+            message=f"Liveness probe failed: {probe_failure(probe, track.ip)}",
+        )
+        threshold = int(probe.get("failureThreshold", 3)) - 1
+        if now - state.unlive_since < threshold * float(probe.get("periodSeconds", 10)):
+            return False
+        self._container_event(
+            pod, track, name, now, "Killing", f"Container {name} failed liveness probe, will be restarted"
+        )
+        state.unlive_since = None
+        self._die(pod, track, container, state, ContainerVerdict(exit_reason="Error", exit_code=137), now)
+        return True
 
     def _die(
         self,

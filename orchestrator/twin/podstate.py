@@ -38,6 +38,7 @@ class ContainerTrack:
     pull_failures: int = 0
     ready: bool = False
     container_id: str = ""
+    unlive_since: float | None = None  # first failed liveness probe of the current failing streak
 
 
 @dataclass

@@ -17,6 +17,8 @@ class ContainerVerdict:
     ``exit_reason`` set while the container runs means it dies now (e.g. ``"OOMKilled"`` under a memory
     limit too low, ``"Error"`` on a crash); with ``starts=False`` it is the reason of the exit at start.
     ``exit_message`` becomes ``lastState.terminated.message`` (a real kubelet shows the last log line).
+    ``live=False`` fails the container's liveness probe (if it has one): after ``failureThreshold`` periods
+    the kubelet kills it (exit 137) and restarts it with the usual backoff.
     """
 
     image_known: bool = True
@@ -26,6 +28,7 @@ class ContainerVerdict:
     ready: bool = True
     schedulable: bool = True
     exit_code: int | None = None
+    live: bool = True  # liveness probe outcome: failing past its threshold gets the container killed
 
 
 class PodRuntime(Protocol):

@@ -37,6 +37,7 @@ class ScriptedRuntime:
     oom: set[str] = field(default_factory=set)
     unready: set[str] = field(default_factory=set)
     too_big: set[str] = field(default_factory=set)
+    hung: set[str] = field(default_factory=set)
     calls: int = 0
 
     def verdict(self, pod: dict[str, Any], container: dict[str, Any], now: float) -> ContainerVerdict:
@@ -51,6 +52,7 @@ class ScriptedRuntime:
             exit_message="panic: cannot connect to redis" if image in self.crashing else None,
             ready=image not in self.unready,
             schedulable=image not in self.too_big,
+            live=image not in self.hung,
         )
 
 

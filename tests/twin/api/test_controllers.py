@@ -290,3 +290,26 @@ def test_the_first_crash_is_the_last_state_of_the_immediate_restart() -> None:
     status = container_status(pods_of(cluster, "cart")[0])
     assert "running" in status["state"] and status["restartCount"] == 1
     assert status["lastState"]["terminated"]["reason"] == "OOMKilled"
+
+
+def test_a_failing_liveness_probe_kills_the_container_after_its_threshold() -> None:
+    runtime = ScriptedRuntime()
+    hung = deployment("cart", image="shop/cart:1.0")
+    hung["spec"]["template"]["spec"]["containers"][0]["livenessProbe"] = {
+        "httpGet": {"path": "/healthz", "port": 8080},
+        "periodSeconds": 10,
+        "failureThreshold": 3,
+    }
+    cluster = fresh(runtime, hung)
+    run(cluster, 20)
+    runtime.hung.add("shop/cart:1.0")
+    run(cluster, 15)
+    assert "running" in container_status(pods_of(cluster, "cart")[0])["state"]  # failed at 25 s and 35 s
+    run(cluster, 10)  # the third failure, at 45 s, reaches failureThreshold
+    status = container_status(pods_of(cluster, "cart")[0])
+    assert (status["state"]["terminated"]["exitCode"], status["state"]["terminated"]["reason"]) == (
+        137,
+        "Error",
+    )
+    assert any("failed liveness probe" in e["message"] for e in events(cluster, "Killing"))
+    assert any(e["message"].startswith("Liveness probe failed") for e in events(cluster, "Unhealthy"))
