@@ -7,6 +7,7 @@ identical stepped runs share an id and write identical data files.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -70,7 +71,8 @@ class RunConfig(BaseModel):
     def _consistent(self) -> RunConfig:
         problems = _problems(self)
         if problems:
-            raise ValueError("; ".join(f"{p.field} = {p.value}: {p.message}" for p in problems))
+            # Not a ValueError: pydantic lets it through, so every problem keeps its own field.
+            raise ConfigError("invalid run configuration", problems)
         return self
 
     @property
@@ -183,8 +185,12 @@ def agent_command(config: RunConfig) -> list[str]:
     return command
 
 
+@functools.lru_cache(maxsize=8)
 def code_digest(root: Path = PACKAGE_ROOT) -> str:
-    """SHA-256 over every Python source of the package (relative path and bytes), in path order."""
+    """SHA-256 over every Python source of the package (relative path and bytes), in path order.
+
+    Computed once per process: the code a process runs is the code it read when it started, even if the
+    files change under it afterwards."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         if "__pycache__" in path.parts:

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
 from orchestrator.catalog.loading import Catalog, Entry
 from orchestrator.cluster.applying import Applier, Injected
-from orchestrator.cluster.mechanisms import Handle
+from orchestrator.cluster.mechanisms import Handle, RevertOutcome
 from orchestrator.errors import OrchestratorError, RevertError
 from orchestrator.schedule import Activation
 
 Emit = Callable[[dict[str, Any]], None]
+OUTCOMES: frozenset[str] = frozenset(get_args(RevertOutcome))
 
 
 def fault_id_of(activation: Activation) -> str:
@@ -107,11 +108,11 @@ class FaultDriver:
         """Revert every fault still applied, newest first; returns what could not be reverted."""
         left: list[str] = []
         for fault_id, result in self.applier.revert_all().items():
-            if isinstance(result, str):
+            if result in OUTCOMES:
+                self._reverted(fault_id, result)
+            else:  # the applier names a revert it gave up on as "FAILED: <why>"
                 self._revert_failed(fault_id, result)
                 left.append(f"{fault_id}: {result}")
-            else:
-                self._reverted(fault_id, result)
         return left
 
     def _reverted(self, fault_id: str, outcome: str) -> None:

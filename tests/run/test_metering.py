@@ -1,4 +1,4 @@
-"""The metering proxy records exactly what the upstream served, keeps keys per invocation, enforces budgets."""
+"""The metering proxy records exactly what the upstream served, keys each invocation, enforces budgets."""
 
 from __future__ import annotations
 
@@ -99,9 +99,8 @@ def test_only_the_current_invocation_key_is_accepted(proxied: Any) -> None:
     new = proxy.open_invocation(2, None)
     assert _chat(base, old).status_code == 401
     assert _chat(base, UPSTREAM_KEY).status_code == 401
-    assert httpx.get(f"{base}/models", headers={"Authorization": f"Bearer {new}"}).json()["data"][0]["id"] == (
-        "fake-model-1"
-    )
+    models = httpx.get(f"{base}/models", headers={"Authorization": f"Bearer {new}"}).json()
+    assert models["data"][0]["id"] == "fake-model-1"
     proxy.close_invocation()
     assert _chat(base, new).status_code == 401
     assert script.requests == []

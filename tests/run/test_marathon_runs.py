@@ -1,0 +1,156 @@
+"""Whole marathons on the stepped twin with a real Prometheus: end to end, byte-for-byte repeatable,
+budgets enforced, and a clean early stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.bundle.reader import read_bundle
+from orchestrator.bundle.verify import verify_bundle
+from orchestrator.run.config import RunConfig, make_config
+from orchestrator.run.runner import RunResult, run_marathon
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed"),
+]
+AGENT = Path(__file__).with_name("bash_agent.sh")
+SHORT = {
+    "app": "online-boutique",
+    "seed": 5,
+    "faults": 6,
+    "delta_s": 60,
+    "budget_s": 20.0,
+    "injection_period_s": 600,
+    "observation_period_s": 300,
+    "min_duration_s": 120,
+    "max_duration_s": 300,
+    "quiet": True,
+}
+
+
+def _config(tmp: Path, out: str, **overrides: Any) -> RunConfig:
+    fields = {**SHORT, "agent_cmd": f"bash {AGENT}", "runs_root": tmp / "runs", "out": tmp / out, **overrides}
+    return make_config(**fields)
+
+
+@pytest.fixture(scope="module")
+def twice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunResult, RunResult]]:
+    if shutil.which("jq") is None or shutil.which("curl") is None:
+        pytest.skip("the bash agent needs jq and curl")
+    tmp = tmp_path_factory.mktemp("marathon")
+    first = run_marathon(_config(tmp, "first"))
+    second = run_marathon(_config(tmp, "second"))
+    yield first, second
+
+
+def test_a_short_run_with_a_bash_agent_is_sealed_journaled_and_scored(
+    twice: tuple[RunResult, RunResult],
+) -> None:
+    result = twice[0]
+    assert result.reason == "completed"
+    assert verify_bundle(result.bundle_dir).ok
+    bundle = read_bundle(result.bundle_dir)
+    assert [i.n for i in bundle.invocations] == list(range(1, 16))
+    assert [i.start_s for i in bundle.invocations][:1] >= [60.0]
+    assert len(bundle.schedule) == len(bundle.injected) > 0
+    reverted = {r.fault_id for r in bundle.reverted if r.outcome != "failed"}
+    failed = {f.fault_id for f in bundle.failed}
+    assert {f.fault_id for f in bundle.injected} <= reverted | failed
+    assert bundle.ended is not None and bundle.ended.reason == "completed"
+    assert bundle.ended.t >= 900.0
+    assert len(bundle.service) >= 900 // 15
+    assert bundle.probes
+    assert bundle.alerts
+    seen = (result.run_dir / "workspace" / "seen.txt").read_text().splitlines()
+    assert seen[0] == "invocation 1 of online-boutique in online-boutique"
+    assert len(seen) == 15
+    reports = [c for c in bundle.tool_calls if c.tool == "incident_report"]
+    assert reports and all(c.decision == "allowed" for c in reports)
+    assert len(bundle.incident_reports) == len(reports)
+    assert result.score["faults"] == len(bundle.injected) - len(failed)
+    assert result.score["degradation_level"] is not None
+    assert json.loads((result.run_dir / "score.json").read_text()) == result.score
+
+
+def test_the_same_seed_gives_identical_data_files_and_score(twice: tuple[RunResult, RunResult]) -> None:
+    first, second = twice
+    assert first.run_id == second.run_id
+    names = sorted(p.name for p in (first.bundle_dir / "data").iterdir())
+    assert names == sorted(p.name for p in (second.bundle_dir / "data").iterdir())
+    for name in names:
+        if name == "runtime.json":
+            continue
+        left = (first.bundle_dir / "data" / name).read_bytes()
+        right = (second.bundle_dir / "data" / name).read_bytes()
+        assert left == right, f"{name} differs between two runs of the same seed"
+    assert (first.run_dir / "score.json").read_bytes() == (second.run_dir / "score.json").read_bytes()
+
+
+def test_the_no_action_baseline_is_computed_once_and_cached(twice: tuple[RunResult, RunResult]) -> None:
+    baselines = twice[0].run_dir.parent / "runs" / ".baselines"
+    kept = [p for p in baselines.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(kept) == 1
+    baseline = read_bundle(kept[0] / "bundle")
+    assert baseline.manifest.agent_name == "noop"
+    assert not baseline.invocations and not baseline.tool_calls
+    assert len(baseline.injected) == len(read_bundle(twice[0].bundle_dir).injected)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_an_agent_sleeping_past_its_budget_is_killed_and_the_next_invocation_is_on_time(
+    tmp_path: Path,
+) -> None:
+    sleeper = "sleep 120 & echo $! >> children.txt; sleep 120"
+    config = _config(
+        tmp_path, "sleepy", agent_cmd=f"bash -c '{sleeper}'", faults=0, delta_s=20, budget_s=2.0,
+        injection_period_s=60, observation_period_s=40, baseline=False,
+    )  # fmt: skip
+    result = run_marathon(config)
+    bundle = read_bundle(result.bundle_dir)
+    assert [(i.n, i.start_s, i.timed_out, i.exit_code) for i in bundle.invocations] == [
+        (n, 20.0 * n, True, None) for n in range(1, 6)
+    ]
+    children = [int(line) for line in (result.run_dir / "workspace" / "children.txt").read_text().split()]
+    assert len(children) == 5
+    assert not any(_alive(pid) for pid in children)
+    assert verify_bundle(result.bundle_dir).ok
+
+
+def test_sigterm_stops_the_run_early_reverting_every_fault_and_sealing(tmp_path: Path) -> None:
+    def on_event(event: dict[str, Any]) -> None:
+        if event["type"] == "boundary" and event["k"] == 4:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    config = _config(tmp_path, "stopped", agent_cmd="true", faults=8, baseline=False, min_duration_s=300,
+                     max_duration_s=600)  # fmt: skip
+    result = run_marathon(config, on_event=on_event)
+    assert result.reason == "stopped"
+    bundle = read_bundle(result.bundle_dir)
+    assert len(bundle.invocations) == 4
+    assert bundle.ended is not None and bundle.ended.reason == "stopped"
+    live = {f.fault_id for f in bundle.injected} - {f.fault_id for f in bundle.failed}
+    assert live, "the schedule should have injected faults before the stop"
+    closed = {r.fault_id for r in bundle.reverted if r.outcome != "failed"}
+    assert live <= closed
+    assert verify_bundle(result.bundle_dir).ok
+    assert "marathon_score" in result.score
