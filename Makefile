@@ -43,11 +43,7 @@ unit: setup
 test: lint rules unit
 
 marathon: setup
-	@if $(BIN)/marathon run --help >/dev/null 2>&1; then \
-	  $(BIN)/marathon run --app $(APP) --seed $(SEED) --agent $(AGENT); \
-	else \
-	  echo "marathon run: not yet available (the runner is not built yet); try: $(BIN)/marathon schedule --app $(APP) --seed $(SEED)"; \
-	fi
+	$(BIN)/marathon run --app $(APP) --seed $(SEED) --agent $(AGENT)
 
 serve: setup
 	$(BIN)/marathon serve
