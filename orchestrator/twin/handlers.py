@@ -26,6 +26,7 @@ _PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
 )
 
 
@@ -102,6 +103,8 @@ def dispatch(
     if method == "PUT":
         return _replace(cluster, route, body, dry_run="dryRun" in query)
     if method == "PATCH":
+        if media == "application/apply-patch+yaml":
+            return _apply(cluster, route, query, body, dry_run="dryRun" in query)
         return _patch(cluster, route, body, media, dry_run="dryRun" in query)
     if method == "DELETE":
         return _delete(cluster, route, query, body)
@@ -286,6 +289,28 @@ def _patch(cluster: Cluster, route: Route, body: Any, media: str, *, dry_run: bo
         # A patch is unconditional unless it names a resourceVersion itself.
         meta.pop("resourceVersion", None)
     return Result(200, _write(cluster, route, patched, dry_run=dry_run))
+
+
+def _apply(cluster: Cluster, route: Route, query: dict[str, str], body: Any, *, dry_run: bool) -> Result:
+    """Server-side apply, simplified: create when missing, else merge the applied fields in.
+
+    Field ownership is not tracked, so fields dropped from a later apply are kept rather than removed.
+    """
+    if not query.get("fieldManager"):
+        raise ApiStatusError(400, "BadRequest", "PATCH /apply requests require fieldManager")
+    if route.subresource is not None:
+        raise _method_not_allowed("PATCH")
+    obj = _require_object(route.rtype, body)
+    _check_identity(route, obj)
+    current = cluster.store.find(route.rtype, route.namespace or "", route.name or "")
+    if current is None:
+        return _create(cluster, Route(route.rtype, route.namespace, None, None), obj, dry_run=dry_run)
+    media = (
+        "application/merge-patch+json"
+        if route.rtype.group == "chaos-mesh.org"
+        else "application/strategic-merge-patch+json"
+    )
+    return _patch(cluster, route, obj, media, dry_run=dry_run)
 
 
 def _success(route: Route, obj: Obj) -> Obj:

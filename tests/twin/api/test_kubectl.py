@@ -166,3 +166,15 @@ def test_apply_creates_a_chaos_experiment_and_delete_removes_it(server: LiveServ
     assert "created" in kubectl(server, "apply", "-f", str(manifest)).stdout
     assert "kill-cart" in kubectl(server, "get", "podchaos").stdout
     assert "deleted" in kubectl(server, "delete", "-f", str(manifest)).stdout
+
+
+def test_server_side_apply_creates_then_updates(server: LiveServer, tmp_path: Path) -> None:
+    manifest = tmp_path / "flags.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\ndata:\n  cartFailure: 'off'\n"
+    )
+    assert "serverside-applied" in kubectl(server, "apply", "--server-side", "-f", str(manifest)).stdout
+    manifest.write_text(manifest.read_text().replace("'off'", "'on'"))
+    kubectl(server, "apply", "--server-side", "-f", str(manifest))
+    value = kubectl(server, "get", "cm", "flags", "-o", "jsonpath={.data.cartFailure}").stdout
+    assert value == "on"
