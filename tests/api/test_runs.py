@@ -1,0 +1,122 @@
+"""The control plane over HTTP against a live ``marathon serve``: a whole twin run followed through its
+event stream, a run stopped mid-way, and the answers to bad, unauthorised and unknown requests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.bundle.verify import verify_bundle
+from tests.api.bundles import pending_in_ledger, unpack, unreverted
+from tests.api.live import AUTH, Server, events, start_run, wait_ended
+
+
+@pytest.mark.slow
+def test_a_short_twin_run_streams_its_events_and_its_bundle_scores_as_marathon_score_does(
+    server: Server, tmp_path: Path
+) -> None:
+    with server.client() as client:
+        run_id = start_run(client)
+        seen = list(events(client, run_id))
+        kinds = [e["type"] for e in seen]
+        assert kinds[0] == "started"
+        assert "injected" in kinds and "reverted" in kinds and "concurrency" in kinds
+        assert kinds.count("invocation") == 10
+        assert kinds[-1] == "finished" and seen[-1]["status"] == "finished"
+        assert [e["seq"] for e in seen] == list(range(len(seen)))
+
+        view = client.get(f"/runs/{run_id}").json()
+        assert view["status"] == "finished" and view["invocations"] == 10
+        assert view["active_faults"] == []
+        response = client.get(f"/runs/{run_id}/bundle")
+        assert response.status_code == 200
+        bundle = unpack(response.content, tmp_path / "unpacked")
+        verification = verify_bundle(bundle)
+        assert verification.ok, verification.findings
+        assert unreverted(bundle) == []
+
+        served = client.get(f"/runs/{run_id}/score").json()
+        scored = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", "score", str(bundle), "--json"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert served == json.loads(scored.stdout)
+        assert view["score"] == served
+
+        report = client.get(f"/runs/{run_id}/report")
+        assert report.status_code == 200 and report.headers["content-type"].startswith("text/html")
+        board = client.get("/leaderboard").json()["rows"]
+        assert any(row["latest"]["run_id"] == run_id for row in board)
+        metrics = client.get("/metrics").text
+        assert "marathon_injections_total" in metrics and "marathon_invocation_duration_seconds" in metrics
+
+
+@pytest.mark.slow
+def test_stopping_a_run_midway_reverts_every_fault_and_seals_a_verifiable_bundle(
+    server: Server, tmp_path: Path
+) -> None:
+    with server.client() as client:
+        run_id = start_run(client, seed=11, schedule={"faults": 20, "injection_period_s": 2400,
+                                                      "observation_period_s": 1200})  # fmt: skip
+        for event in events(client, run_id):
+            if event["type"] == "injected":
+                break
+        first = client.post(f"/runs/{run_id}/stop", headers=AUTH)
+        second = client.post(f"/runs/{run_id}/stop", headers=AUTH)
+        assert first.status_code == 202 and second.status_code == 202
+        assert second.json()["status"] in ("stopping", "stopped")
+        view = wait_ended(client, run_id)
+        assert view["status"] == "stopped" and view["reason"] == "stopped"
+        assert view["progress"]["boundary"] < view["progress"]["boundaries"]
+        assert view["active_faults"] == []
+        assert client.post(f"/runs/{run_id}/stop", headers=AUTH).json()["status"] == "stopped"
+
+        bundle = unpack(client.get(f"/runs/{run_id}/bundle").content, tmp_path / "unpacked")
+        assert verify_bundle(bundle).ok
+        assert unreverted(bundle) == []
+    assert pending_in_ledger(server.data / "runs" / run_id / "run" / "faults.ledger.jsonl") == []
+
+
+def _fields(response_json: dict[str, object]) -> list[list[object]]:
+    return [error["loc"] for error in response_json["detail"]]  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_bad_requests_get_422_naming_the_field(server: Server) -> None:
+    base = {"app": "online-boutique", "seed": 1, "agent": "noop"}
+    with server.client() as client:
+        cases = [
+            ({**base, "app": "no-such-app"}, ["body", "app"]),
+            ({k: v for k, v in base.items() if k != "seed"}, ["body", "seed"]),
+            ({**base, "seed": -3}, ["body", "seed"]),
+            ({**base, "agent": "no-such-agent"}, ["body", "agent"]),
+            ({**base, "schedule": {"faults": -1}}, ["body", "schedule", "faults"]),
+            ({**base, "schedule": {"delta_s": 60, "budget_s": 90}}, ["body", "schedule", "budget_s"]),
+            ({**base, "schedule": {"injection_period_s": 1000}}, ["body", "schedule", "injection_period_s"]),
+            ({**base, "backend": "kube"}, ["body", "kubeconfig"]),
+            ({**base, "colour": "red"}, ["body", "colour"]),
+        ]
+        for body, field in cases:
+            response = client.post("/runs", json=body, headers=AUTH)
+            assert response.status_code == 422, (body, response.text)
+            assert field in _fields(response.json()), (body, response.json())
+        assert client.get("/runs", params={"limit": 0}).status_code == 422
+        assert client.get("/runs", params={"status": "sleeping"}).status_code == 422
+
+
+@pytest.mark.slow
+def test_mutations_need_the_token_and_unknown_runs_are_404(server: Server) -> None:
+    body = {"app": "online-boutique", "seed": 1, "agent": "noop"}
+    with server.client() as client:
+        assert client.post("/runs", json=body).status_code == 401
+        assert client.post("/runs", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert client.post("/runs/nope/stop").status_code == 401
+        assert client.post("/runs/nope/stop", headers=AUTH).status_code == 404
+        for path in ("/runs/nope", "/runs/nope/events", "/runs/nope/bundle", "/runs/nope/score",
+                     "/runs/nope/report"):  # fmt: skip
+            assert client.get(path).status_code == 404, path
+        assert client.get("/healthz").json()["status"] == "ok"
