@@ -313,3 +313,14 @@ def test_a_failing_liveness_probe_kills_the_container_after_its_threshold() -> N
     )
     assert any("failed liveness probe" in e["message"] for e in events(cluster, "Killing"))
     assert any(e["message"].startswith("Liveness probe failed") for e in events(cluster, "Unhealthy"))
+
+
+def test_repeated_events_aggregate_and_old_ones_expire() -> None:
+    cluster = fresh(ScriptedRuntime(), deployment("cart", image="shop/cart:missing"))
+    run(cluster, 60)
+    backoffs = [e for e in events(cluster, "BackOff") if "pulling image" in e["message"]]
+    assert len(backoffs) == 1 and backoffs[0]["count"] > 3
+    assert backoffs[0]["firstTimestamp"] < backoffs[0]["lastTimestamp"]
+    cluster.store.delete(DEPLOYMENTS, NAMESPACE, "cart")
+    run(cluster, 3700)
+    assert cluster.store.list(EVENTS, NAMESPACE) == []
