@@ -3,7 +3,9 @@
 Each invocation: incidents whose action succeeded last time are reported resolved; alerts not yet filed are
 grouped by the workload their labels name (a workload with an open incident gets the alert added, otherwise
 a new incident opens); every changed incident is reported with the workload as culprit and the kind of its
-strongest rule; an incident without an action yet gets its action, once. State lives in the workspace.
+strongest rule; an incident without an action yet gets its action, once. An incident closes (resolved) at
+the invocation after its action succeeded, or once all its alerts ended after a failed action. State lives in
+the workspace.
 """
 
 from __future__ import annotations
@@ -75,9 +77,13 @@ def plan_runbook(alerts: list[AlertView], state: dict[str, Any], *, namespace: s
     filed: set[str] = {alert_id for incident in incidents.values() for alert_id in incident["alert_ids"]}
     reports: list[Report] = []
 
-    # An action that succeeded last time closes its incident now; later alerts open a fresh one.
+    # An action that succeeded last time closes its incident now, and so does a failed one once every alert
+    # of the incident has ended (else it would absorb the alerts of every later fault); later alerts open a
+    # fresh incident.
+    firing = {alert.alert_id for alert in alerts if alert.firing}
     for incident_id, incident in sorted(incidents.items()):
-        if incident["status"] == "open" and incident.get("action_ok") is True:
+        ended = incident.get("action_ok") is False and not firing.intersection(incident["alert_ids"])
+        if incident["status"] == "open" and (incident.get("action_ok") is True or ended):
             incident["status"] = "resolved"
             reports.append(_report(incident_id, incident, "resolved"))
             if open_by_workload.get(incident["workload"]) == incident_id:

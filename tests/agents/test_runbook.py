@@ -108,6 +108,19 @@ def test_a_failed_action_is_not_repeated_and_keeps_the_incident_open() -> None:
     assert second.actions == ()
 
 
+def test_after_a_failed_action_the_incident_closes_once_its_alerts_end_and_new_alerts_open_another() -> None:
+    first = plan_runbook([alert("a1", "ServiceHighErrorRatio", service="cartservice")], {}, namespace=NS)
+    state = record_outcome(first.state, "rb-cartservice-1", ok=False)
+    ended = [alert("a1", "ServiceHighErrorRatio", service="cartservice", end=90.0)]
+    second = plan_runbook([*ended, alert("a2", "KubePodFailed", service="cartservice", start=300.0)], state,
+                          namespace=NS)  # fmt: skip
+    assert [(r.incident_id, r.status, r.alert_ids) for r in second.reports] == [
+        ("rb-cartservice-1", "resolved", ("a1",)),
+        ("rb-cartservice-2", "open", ("a2",)),
+    ]
+    assert [(s.incident_id, s.action) for s in second.actions] == [("rb-cartservice-2", "restart")]
+
+
 def test_the_planner_leaves_the_given_state_untouched() -> None:
     state: dict[str, Any] = {}
     plan_runbook([alert("a1", "ServiceHighErrorRatio", service="cartservice")], state, namespace=NS)
