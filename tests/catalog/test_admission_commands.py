@@ -1,0 +1,58 @@
+"""``marathon catalog export-ctk`` and the argument checks of ``marathon catalog admit``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import main
+
+CHAOS = Path(sys.executable).with_name("chaos")
+
+
+@pytest.mark.slow
+def test_export_ctk_writes_a_network_delay_entry_that_chaos_validate_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "experiment.json"
+    assert main(["catalog", "export-ctk", "ob-cart-redis-latency", "-o", str(path)]) == 0
+    assert capsys.readouterr().out == f"wrote {path}\n"
+    document = json.loads(path.read_text())
+    create = document["method"][0]["provider"]["arguments"]
+    assert create["resource"]["kind"] == "NetworkChaos"
+    assert create["resource"]["spec"]["action"] == "delay"
+    assert create["resource"]["spec"]["selector"]["labelSelectors"] == {"app": "cartservice"}
+    assert document["rollbacks"][0]["provider"]["func"] == "delete_custom_object"
+    if not CHAOS.exists():
+        pytest.skip("the chaostoolkit CLI is not installed")
+    done = subprocess.run(
+        [str(CHAOS), "--no-log-file", "validate", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "experiment syntax and semantic look valid" in done.stdout + done.stderr
+
+
+def test_export_ctk_of_a_config_entry_restores_the_value_the_manifests_deploy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["catalog", "export-ctk", "ob-cart-redis-port"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    change = document["method"][0]["provider"]["arguments"]
+    restore = document["rollbacks"][0]["provider"]["arguments"]
+    assert change[:5] == ["patch", "deployment", "cartservice", "-n", "online-boutique"]
+    assert "redis-cart:6380" in change[-1]
+    assert "redis-cart:6379" in restore[-1] and "6380" not in restore[-1]
+
+
+def test_export_ctk_of_an_unknown_entry_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "export-ctk", "ob-no-such-entry"]) == 2
+    assert "'ob-no-such-entry'" in capsys.readouterr().err
+
+
+def test_admit_refuses_ids_the_app_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "admit", "--app", "online-boutique", "--ids", "tt-not-here"]) == 2
+    assert "tt-not-here" in capsys.readouterr().err
