@@ -81,6 +81,11 @@ def build_app(cluster: Cluster) -> FastAPI:
     async def _status_error(_request: Request, exc: ApiStatusError) -> JSONResponse:
         return status_response(exc)
 
+    @app.exception_handler(Exception)
+    async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
+        # A defect of the twin still answers as an API server does, so clients report it plainly.
+        return status_response(ApiStatusError(500, "InternalError", f"Internal error occurred: {exc!r}"))
+
     async def version(_request: Request) -> JSONResponse:
         return JSONResponse(discovery.version())
 

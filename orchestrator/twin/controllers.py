@@ -46,6 +46,8 @@ class WorkloadControllers:
         self._reconciled = -1
         self._status_synced = -1
         self._in_progress = True  # some rollout may still reach its progress deadline as time passes
+        self._reconcile_inputs: dict[str, tuple[str, ...]] = {}
+        self._settled_inputs: dict[str, tuple[str, ...]] = {}
 
     # -- garbage collector ------------------------------------------------------------------------
     def collect_garbage(self, now: float, delete_pod: Any) -> None:
@@ -71,7 +73,15 @@ class WorkloadControllers:
             return
         by_owner = group_by_owner(self.store.values(REPLICASETS))
         for deployment in sorted(self.store.values(DEPLOYMENTS), key=object_key):
-            self._reconcile_deployment(deployment, by_owner.get(deployment["metadata"]["uid"], []), now)
+            owned = by_owner.get(deployment["metadata"]["uid"], [])
+            # Reconciling is a function of the deployment and its ReplicaSets: unchanged inputs, no work.
+            if self._reconcile_inputs.get(deployment["metadata"]["uid"]) != _inputs(deployment, owned):
+                self._reconcile_deployment(deployment, owned, now)
+        by_owner = group_by_owner(self.store.values(REPLICASETS))
+        self._reconcile_inputs = {
+            d["metadata"]["uid"]: _inputs(d, by_owner.get(d["metadata"]["uid"], []))
+            for d in self.store.values(DEPLOYMENTS)
+        }
         self._reconciled = self.store.resource_version
 
     def _reconcile_deployment(self, deployment: Obj, owned: list[Obj], now: float) -> None:
@@ -291,13 +301,30 @@ class WorkloadControllers:
             return
         by_owner = group_by_owner(self.store.values(REPLICASETS))
         in_progress = False
+        settled: dict[str, tuple[str, ...]] = {}
         for deployment in sorted(self.store.values(DEPLOYMENTS), key=object_key):
-            owned = by_owner.get(deployment["metadata"]["uid"], [])
+            uid = deployment["metadata"]["uid"]
+            owned = by_owner.get(uid, [])
+            inputs = _inputs(deployment, owned)
+            if self._settled_inputs.get(uid) == inputs:
+                settled[uid] = inputs  # settled and unchanged: its status cannot have moved
+                continue
             status = deployment_status(deployment, owned, now)
             if status != deployment.get("status"):
-                self.store.put(DEPLOYMENTS, {**deployment, "status": status})
+                deployment = self.store.put(DEPLOYMENTS, {**deployment, "status": status})
             progressing = next((c for c in status["conditions"] if c["type"] == "Progressing"), None)
             if progressing is not None and progressing.get("reason") not in SETTLED:
                 in_progress = True
+            else:
+                settled[uid] = _inputs(deployment, owned)
+        self._settled_inputs = settled
         self._in_progress = in_progress
         self._status_synced = self.store.resource_version
+
+
+def _inputs(deployment: Obj, owned: list[Obj]) -> tuple[str, ...]:
+    """The versions a deployment's reconciliation and status depend on."""
+    return (
+        deployment["metadata"]["resourceVersion"],
+        *sorted(r["metadata"]["resourceVersion"] for r in owned),
+    )

@@ -40,10 +40,12 @@ class EndpointsController:
         self.store = store
         self._synced = -1
         self._slices: dict[str, str] = {}  # service uid -> the name of its EndpointSlice
+        self._members: dict[str, set[str]] = {}  # service uid -> uids of the pods last written for it
 
     def sync(self, now: float) -> None:
         if not self.store.changed_since(self._synced, PODS, SERVICES, ENDPOINTS):
             return
+        changed = self._changed_pods()
         by_namespace: dict[str, list[Obj]] = {}
         for pod in self.store.values(PODS):
             if (pod.get("status") or {}).get("podIP") and not pod["metadata"].get("deletionTimestamp"):
@@ -52,8 +54,17 @@ class EndpointsController:
             selector = (service.get("spec") or {}).get("selector")
             if not selector:
                 continue  # endpoints of a selector-less service are written by hand
-            namespace = service["metadata"]["namespace"]
+            uid, namespace = service["metadata"]["uid"], service["metadata"]["namespace"]
             requirements = selector_from_match({"matchLabels": selector})
+            if changed is not None and not any(
+                p["metadata"]["uid"] in self._members.get(uid, ())
+                or (
+                    p["metadata"]["namespace"] == namespace
+                    and labels_match(requirements, p["metadata"].get("labels"))
+                )
+                for p in changed
+            ):
+                continue  # none of its pods, old or new, changed since the last sync
             pods = sorted(
                 (
                     p
@@ -64,11 +75,23 @@ class EndpointsController:
             )
             self._write(service, pods, now)
             self._write_slice(service, pods, now)
+            self._members[uid] = {p["metadata"]["uid"] for p in pods}
         self._forget_deleted_services()
         self._synced = self.store.resource_version
 
+    def _changed_pods(self) -> list[Obj] | None:
+        """Pods written since the last sync; None when a full pass is needed (services or endpoints
+        changed, or the change history no longer reaches back)."""
+        if self._synced < 0 or self.store.changed_since(self._synced, SERVICES, ENDPOINTS):
+            return None
+        changes = self.store.changes_since(self._synced)
+        if changes is None:
+            return None
+        return [c.obj for c in changes if c.group == PODS.group and c.plural == PODS.plural]
+
     def _forget_deleted_services(self) -> None:
         alive = {s["metadata"]["uid"] for s in self.store.values(SERVICES)}
+        self._members = {uid: members for uid, members in self._members.items() if uid in alive}
         for uid in [u for u in self._slices if u not in alive]:
             name = self._slices.pop(uid)
             for found in self.store.list(ENDPOINT_SLICES):

@@ -191,7 +191,9 @@ class Kubelet:
     def _advance(self, pod: Obj, track: PodTrack, now: float) -> None:
         for container in pod["spec"].get("containers") or []:
             name = container["name"]
-            state = track.containers.setdefault(name, ContainerTrack(image=container["image"]))
+            state = track.containers.get(name)
+            if state is None:
+                state = track.containers[name] = ContainerTrack(image=container["image"])
             if state.image != container["image"] and state.ever_started:
                 self._container_event(
                     pod,
