@@ -18,6 +18,7 @@ from typing import Any
 from orchestrator.twin.model.state import ChaosObject, PodView, Snapshot, duration_seconds, memory_bytes
 
 _RATE_RE = re.compile(r"^([0-9.]+)\s*(bps|kbps|mbps|gbps|tbps)$", re.IGNORECASE)
+_MANGLING = ("path", "body", "headers", "queries")
 _RATE_UNITS = {"bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12}
 
 
@@ -38,6 +39,27 @@ class NetRule:
         return b in self.source and (self.target is None or a in self.target)
 
 
+@dataclass(frozen=True)
+class HttpFault:
+    """An HTTPChaos rule on a server pod: matching requests are aborted, delayed or mangled."""
+
+    abort: bool
+    delay_s: float
+    method: str | None
+    path: str
+    code: int | None  # replace.code: the server answers with this status
+    mangled: bool  # replace/patch of path, body or headers: the request no longer means what it did
+
+    def matches(self, op: str) -> bool:
+        """Whether a served operation (``"GET /product/{id}"`` or a gRPC method) matches the rule."""
+        method, _, path = op.partition(" ") if " " in op else ("POST", "", "/" + op)
+        if self.method and self.method.upper() != method.upper():
+            return False
+        return fnmatch.fnmatch(path, self.path) or fnmatch.fnmatch(
+            path.replace("{", "").replace("}", ""), self.path
+        )
+
+
 @dataclass
 class Effects:
     net: list[NetRule] = field(default_factory=list)
@@ -45,7 +67,7 @@ class Effects:
     stress_cpu: dict[str, float] = field(default_factory=dict)  # pod -> cores burnt
     stress_memory: dict[str, float] = field(default_factory=dict)  # pod -> bytes held
     io: dict[str, tuple[float, float, bool]] = field(default_factory=dict)  # pod -> (delay s, share, fault)
-    http: dict[str, tuple[bool, float, float]] = field(default_factory=dict)  # pod -> (abort, delay s, share)
+    http: dict[str, list[HttpFault]] = field(default_factory=dict)  # pod -> rules
     failing: set[str] = field(default_factory=set)  # pod-failure
     container_kills: list[tuple[frozenset[str], tuple[str, ...], float]] = field(default_factory=list)
     pod_kills: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (object uid, pods)
@@ -57,6 +79,7 @@ class Effects:
 def _dns_match(host: str, patterns: tuple[str, ...]) -> bool:
     if not patterns:
         return True
+    # Resolvers ask for the FQDN (search domains expanded): patterns match it or its first label.
     return any(fnmatch.fnmatch(host, p) or fnmatch.fnmatch(host.split(".")[0], p) for p in patterns)
 
 
@@ -186,7 +209,7 @@ def effects(shot: Snapshot) -> Effects:
     for obj in shot.chaos:
         if not active(obj, shot.now):
             continue
-        ns = shot.namespace
+        ns = obj.namespace or shot.namespace
         spec = obj.spec
         if obj.kind == "NetworkChaos":
             rule = _network(obj, shot, ns)
@@ -220,7 +243,16 @@ def effects(shot: Snapshot) -> Effects:
             for pod in pods:
                 found.io[pod.name] = (delay, share, action == "fault")
         elif obj.kind == "HTTPChaos":
-            delay = duration_seconds(spec.get("delay")) or 0.0
+            replace = spec.get("replace") or {}
+            code = replace.get("code")
+            http_rule = HttpFault(
+                abort=bool(spec.get("abort")) or action == "abort",
+                delay_s=duration_seconds(spec.get("delay")) or 0.0,
+                method=str(spec["method"]) if spec.get("method") else None,
+                path=str(spec.get("path") or "*"),
+                code=int(code) if code is not None else None,
+                mangled=bool(spec.get("patch")) or any(k in replace for k in _MANGLING),
+            )
             for pod in pods:
-                found.http[pod.name] = (bool(spec.get("abort")) or action == "abort", delay, 1.0)
+                found.http.setdefault(pod.name, []).append(http_rule)
     return found

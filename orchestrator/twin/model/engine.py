@@ -16,6 +16,7 @@ from orchestrator.catalog.topology import Call, Service, ServiceKind, Topology
 from orchestrator.rng import derive
 from orchestrator.twin.model import chaos as chaos_effects
 from orchestrator.twin.model.chaos import Effects
+from orchestrator.twin.model.flags import FlagEffects, flag_effects
 from orchestrator.twin.model.logging import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.spans import Span, SpanMetrics, TraceBook
@@ -28,6 +29,8 @@ from orchestrator.twin.model.traffic import OVERLOAD_UTILISATION, PodCtx, StepTr
 PLAY_BUDGET = 48
 TRACE_EVERY = 5
 IDLE_CORES = 0.002
+# After this long without endpoints a client's connection pool has given up: its errors change wording.
+LONG_OUTAGE_S = 30.0
 LOADGEN_CALLER = Service(name="external-client", language="Python", image="external")
 
 
@@ -108,8 +111,10 @@ class AppModel:
         self.usage: dict[tuple[str, str], Usage] = {}
         self.datastores: dict[str, DatastoreStats] = {}
         self.effects = Effects()
+        self.flags = FlagEffects()
         self.snapshot: Snapshot | None = None
         self.killed: set[str] = set()
+        self.down_since: dict[str, float] = {}
         self.routes = [(r, Call(to=topology.entry_point, op=r.name, calls=r.calls)) for r in topology.routes]
         self.expected: list[dict[str, float]] = []
         for _route, root in self.routes:
@@ -156,7 +161,7 @@ class AppModel:
                 build = self.registry.lookup(spec.image)
                 factor = build.behaviour.cpu_factor if build is not None and build.behaviour else 1.0
                 limit = spec.cpu_limit or 1.0
-                stress = self.effects.stress_cpu.get(pod.name, 0.0)
+                stress = self.effects.stress_cpu.get(pod.name, 0.0) + self.flags.cpu_cores.get(name, 0.0)
                 ctxs.append(
                     PodCtx(
                         view=pod,
@@ -170,12 +175,15 @@ class AppModel:
                 ctx.rps = load.get(name, 0.0) / len(ctxs)
                 demand = ctx.rps * ctx.cpu_ms / 1000.0
                 rho = demand / ctx.capacity
+                ctx.rho = rho
                 ctx.busy = min(demand, ctx.capacity)
+                # Under a CPU quota below one core a request runs at the quota's pace (CFS throttling).
+                service_ms = ctx.cpu_ms / min(1.0, ctx.capacity)
                 if rho < OVERLOAD_UTILISATION:
-                    ctx.wait_ms = ctx.cpu_ms * rho / (1.0 - rho)
+                    ctx.wait_ms = service_ms * rho / (1.0 - rho)
                 else:
                     # Past saturation the backlog grows: waits climb steeply toward the client deadlines.
-                    ctx.wait_ms = ctx.cpu_ms * 9.0 + (rho - OVERLOAD_UTILISATION) * 20_000.0
+                    ctx.wait_ms = service_ms * 9.0 + (rho - OVERLOAD_UTILISATION) * 20_000.0
             serving[name] = ctxs
         return serving
 
@@ -196,7 +204,11 @@ class AppModel:
                     continue
                 main = service is not None and spec.name == service.container_name
                 ctx = busy.get(pod.name) if main else None
-                stress = self.effects.stress_cpu.get(pod.name, 0.0) if main else 0.0
+                stress = (
+                    self.effects.stress_cpu.get(pod.name, 0.0) + self.flags.cpu_cores.get(pod.workload, 0.0)
+                    if main
+                    else 0.0
+                )
                 limit = spec.cpu_limit
                 cores = IDLE_CORES + (ctx.busy if ctx else 0.0) + stress
                 if limit is not None:
@@ -219,11 +231,17 @@ class AppModel:
         build = self.registry.lookup(spec.image) if spec is not None else None
         if build is not None and build.behaviour is not None and container in pod.started:
             mib += build.behaviour.memory_leak_mib_per_min * max(0.0, now - pod.started[container]) / 60.0
+        leak = self.flags.leak_mib_per_min.get(service.name, 0.0)
+        if leak and container in pod.started:
+            mib += leak * max(0.0, now - pod.started[container]) / 60.0
         return mib * MIB + self.effects.stress_memory.get(pod.name, 0.0)
 
     # -- the step ---------------------------------------------------------------------------------
     def _reach_fn(self, shot: Snapshot) -> Callable[[Service, PodCtx | None, str], Reach]:
         def reach_of(caller: Service, pod: PodCtx | None, callee: str) -> Reach:
+            wrong = self.flags.wrong_host.get((caller.name, callee))
+            if wrong is not None:
+                return Reach("dns_failure", wrong, "", "")
             view = pod.view if pod is not None else None
             return reach(
                 index=self.index,
@@ -240,10 +258,20 @@ class AppModel:
         """Advance the application by one step ending at ``now`` over the cluster state ``shot``."""
         self.snapshot = shot
         self.effects = chaos_effects.effects(shot)
+        self.flags = flag_effects(self.topology, shot.configmaps)
         kills = self._kills()
         rate = self.rate(now)
         total_weight = sum(r.weight for r, _ in self.routes) or 1.0
-        counts = [self._poisson(rate * r.weight / total_weight * self.step_seconds) for r, _ in self.routes]
+        counts = [
+            self._poisson(
+                rate
+                * r.weight
+                / total_weight
+                * self.step_seconds
+                * (1.0 + self.flags.route_factor.get(r.name, 0.0) / 10.0)
+            )
+            for r, _ in self.routes
+        ]
         caller_service = self.services.get(self.topology.loadgen or "", LOADGEN_CALLER)
         loadgen: list[PodCtx] = []
         if self.topology.loadgen is not None and self.topology.loadgen in shot.pods:
@@ -263,7 +291,10 @@ class AppModel:
             rng=self.rng,
             spans=self.spans,
             pods=serving,
+            flags=self.flags,
             reach_of=self._reach_fn(shot),
+            services=self.services,
+            long_down=self._outages(serving, now),
             log=self.logger.call_failed,
         )
         start = now - self.step_seconds
@@ -295,6 +326,15 @@ class AppModel:
         self._datastores(shot, serving, counts)
         self.logger.end_step(now, shot=shot, effects=self.effects, model=self)
         return StepReport(requests=sum(counts), kills=kills)
+
+    def _outages(self, serving: dict[str, list[PodCtx]], now: float) -> frozenset[str]:
+        """Services without a serving pod for at least ``LONG_OUTAGE_S``: clients stop retrying quietly."""
+        for name in self.services:
+            if serving.get(name):
+                self.down_since.pop(name, None)
+            else:
+                self.down_since.setdefault(name, now)
+        return frozenset(n for n, since in self.down_since.items() if now - since >= LONG_OUTAGE_S)
 
     def _kills(self) -> list[str]:
         found: list[str] = []
@@ -340,7 +380,9 @@ class AppModel:
                     continue
                 key = (flow.service, call.op.split()[-1])
                 lag = stats.lag.get(key, 0.0)
-                if serving.get(flow.service) and serving.get(queue):
+                if self.flags.queue_factor.get(queue):
+                    stats.lag[key] = lag + produced * min(self.flags.queue_factor[queue], 100.0) * 0.05
+                elif serving.get(flow.service) and serving.get(queue):
                     stats.lag[key] = round(lag * 0.3 + self.workload_rng.random() * 3.0, 1)
                 else:
                     stats.lag[key] = lag + produced

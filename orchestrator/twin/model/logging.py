@@ -69,6 +69,7 @@ class PodLogger:
         self.rng = derive(seed, "twin.logs")
         self.step_seconds = step_seconds
         self.services = {s.name: s for s in topology.services}
+        self.topology_hosts = {alias: s.name for s in topology.services for alias in (s.name, *s.aliases)}
         self.now = 0.0
         self._counts: dict[tuple[str, str], int] = {}
         self._seq: dict[str, int] = {}
@@ -108,24 +109,36 @@ class PodLogger:
             return
         self._counts[key] = count + 1
         service = pod.service
-        if cause == "code_error":
-            self.append(pod.name, service.container_name, "error", detail or f"{op} failed")
+        if cause in ("code_error", "code_notice"):
+            level = "error" if cause == "code_error" else "warning"
+            self.append(pod.name, service.container_name, level, detail or f"{op} failed")
             return
         callee_kind = None
         host = port = ip = ""
+        auth_variant = None
         if reach is not None:
             host, port, ip = reach.host, reach.port, reach.ip
-            callee = self.services.get(host.split(".")[0])
+            callee = self.services.get(self.topology_hosts.get(host, host))
             callee_kind = callee.datastore_kind if callee is not None else None
+            if cause == "auth_failed" and callee_kind in ("redis", "valkey") and "user=" not in reach.detail:
+                auth_variant = f"{callee_kind}-password"
+        text = f"{op} failed: {detail or 'internal error'}"
+        if cause == "upstream_error" and messages.is_http(op):
+            cause = "http_error"
+        if cause == "datastore_error":
+            text = messages.DATASTORE_ERRORS.get(callee_kind or "", "Input/output error")
         fill = messages.Fill(
             op=op,
+            context=messages.context(service.name, op),
             host=host,
             port=port,
             ip=ip or "10.96.0.1",
             addr=f"{host}:{port}" if port else host,
             datastore=host,
             code=detail or "Internal",
-            detail=f"{op} failed: {detail or 'internal error'}",
+            status=messages.HTTP_STATUS.get(detail, "500"),
+            detail=text,
+            ms=detail if cause in ("datastore_slow", "slow_request") else "0",
             self_ip=pod.view.ip or "10.244.1.10",
         )
         family = messages.idiom(service.language)
@@ -133,7 +146,7 @@ class PodLogger:
             pod.name,
             service.container_name,
             messages.level(cause),
-            messages.render(family, cause, fill, datastore_kind=callee_kind),
+            messages.render(family, cause, fill, datastore_kind=callee_kind, auth_variant=auth_variant),
         )
 
     def end_step(self, now: float, *, shot: Snapshot, effects: Effects, model: AppModel) -> None:
@@ -161,6 +174,9 @@ class PodLogger:
                 self._lifecycle(pod, service, "startup")
             elif started is not None and self.rng.random() < chance and not self._troubled(pod.name):
                 self._lifecycle(pod, service, "request_ok")
+            notice = model.flags.notices.get(service.name)
+            if notice is not None and started is not None and self.rng.random() < chance:
+                self.append(pod.name, main.name, "warning", notice)
             usage = model.usage.get((pod.name, main.name))
             if usage is not None and usage.memory_limit and usage.working_set > 0.9 * usage.memory_limit:
                 self._lifecycle(pod, service, "memory_pressure", mib=int(usage.working_set / MIB))
@@ -203,5 +219,4 @@ class PodLogger:
             service, cause, var, build.log_message if build else None, spec.memory_limit if spec else None
         )
         self._lifecycle(pod, service, "startup")
-        if reason != "OOMKilled":
-            self.append(pod.name, container, "fatal" if cause == "missing_config" else "error", message)
+        self.append(pod.name, container, "fatal" if cause == "missing_config" else "error", message)

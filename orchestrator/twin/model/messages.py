@@ -29,31 +29,36 @@ def idiom(language: str) -> str:
 
 # Causes: what went wrong, as the caller (or the service itself) sees it.
 CAUSES: tuple[str, ...] = (
-    "connection_refused", "dns_failure", "timeout", "upstream_error", "no_endpoints", "auth_failed",
+    "connection_refused", "dns_failure", "timeout", "upstream_error", "no_endpoints", "unreachable",
+    "datastore_error", "http_error", "auth_failed",
     "missing_config", "startup", "shutdown", "request_ok", "slow_request", "http_abort", "datastore_slow",
     "connection_reset", "memory_pressure",
 )  # fmt: skip
 
 _GO = {
-    "connection_refused": "failed to call {op}: rpc error: code = Unavailable desc = connection "
+    "connection_refused": "{context}: rpc error: code = Unavailable desc = connection "
     'error: desc = "transport: Error while dialing: dial tcp {ip}:{port}: connect: connection refused"',
-    "dns_failure": "failed to call {op}: rpc error: code = Unavailable desc = name resolver error: produced "
+    "dns_failure": "{context}: rpc error: code = Unavailable desc = name resolver error: produced "
     "zero addresses: lookup {host} on 10.96.0.10:53: no such host",
-    "timeout": "failed to call {op}: rpc error: code = DeadlineExceeded desc = context deadline exceeded",
-    "upstream_error": "failed to call {op}: rpc error: code = {code} desc = {detail}",
-    "no_endpoints": "failed to call {op}: rpc error: code = Unavailable desc = connection error: desc = "
+    "timeout": "{context}: rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+    "upstream_error": "{context}: rpc error: code = {code} desc = {detail}",
+    "no_endpoints": "{context}: rpc error: code = Unavailable desc = connection error: desc = "
+    '"transport: Error while dialing: dial tcp {ip}:{port}: connect: connection refused"',
+    "unreachable": "{context}: rpc error: code = Unavailable desc = connection error: desc = "
     '"transport: Error while dialing: dial tcp {ip}:{port}: i/o timeout"',
+    "datastore_error": "{context}: {detail}",
     "auth_failed": "failed to authenticate to {datastore}: {auth_detail}",
     "missing_config": 'panic: environment variable "{var}" not set',
     "startup": "starting grpc server at :{port}",
     "shutdown": "received signal terminated, shutting down",
     "request_ok": "request complete method={op} status=OK duration={ms}ms",
     "slow_request": "slow request method={op} duration={ms}ms",
-    "http_abort": "failed to call {op}: rpc error: code = Unavailable desc = upstream aborted the request",
+    "http_abort": "{context}: rpc error: code = Unavailable desc = upstream aborted the request",
     "datastore_slow": "query to {datastore} took {ms}ms",
-    "connection_reset": "failed to call {op}: rpc error: code = Unavailable desc = error reading "
+    "connection_reset": "{context}: rpc error: code = Unavailable desc = error reading "
     "from server: read tcp {self_ip}:{ephemeral}->{ip}:{port}: read: connection reset by peer",
     "memory_pressure": "memory usage high: heap in use {mib}MiB",
+    "http_error": "{context}: unexpected HTTP status {status} calling {op} on {host}",
 }
 _DOTNET = {
     "connection_refused": 'Grpc.Core.RpcException: Status(StatusCode="Unavailable", '
@@ -62,8 +67,6 @@ _DOTNET = {
     "dns_failure": "System.Net.Sockets.SocketException (00000001, 11): Name or service not known ({host})",
     "timeout": 'Grpc.Core.RpcException: Status(StatusCode="DeadlineExceeded", Detail="Deadline Exceeded")',
     "upstream_error": 'Grpc.Core.RpcException: Status(StatusCode="{code}", Detail="{detail}") calling {op}',
-    "no_endpoints": 'Grpc.Core.RpcException: Status(StatusCode="Unavailable", Detail="Error connecting to '
-    'subchannel.", DebugException="System.Net.Sockets.SocketException: Connection timed out")',
     "auth_failed": "StackExchange.Redis.RedisConnectionException: No connection is available to service this "
     "operation: AuthenticationFailure on {addr}; {auth_detail}",
     "missing_config": "Unhandled exception. System.ArgumentNullException: Value cannot be null. "
@@ -79,15 +82,26 @@ _DOTNET = {
     "connection_reset": "System.IO.IOException: Unable to read data from the transport connection: "
     "Connection reset by peer ({ip}:{port})",
     "memory_pressure": "warn: System.GC[0] Gen2 collection under memory pressure: {mib}MiB in use",
+    "http_error": "System.Net.Http.HttpRequestException: Response status code does not indicate success: "
+    "{status} calling {op}",
 }
 _DOTNET_REDIS = {
+    "unreachable": "StackExchange.Redis.RedisConnectionException: No connection is active/available to "
+    "service this operation: HGET; SocketFailure on {addr}/Interactive, Idle/Faulted, last: GET, origin: "
+    "ReadFromPipe, outstanding: 1, last-read: 5s ago, last-write: 5s ago, keep-alive: 60s",
+    "datastore_error": "StackExchange.Redis.RedisServerException: {detail}",
+    "auth_failed": "StackExchange.Redis.RedisConnectionException: It was not possible to connect to the "
+    "redis server(s). There was an authentication failure; check that passwords (or client certificates) "
+    "are configured correctly: (RedisServerException) {auth_detail}",
     "connection_refused": "StackExchange.Redis.RedisConnectionException: It was not possible to "
     "connect to the redis server(s). ConnectTimeout; UnableToConnect on {addr}/Interactive, "
     "Initializing/NotStarted, last: NONE, origin: BeginConnectAsync, SocketFailure: Connection refused",
     "dns_failure": "StackExchange.Redis.RedisConnectionException: It was not possible to connect to "
     "the redis server(s). UnableToResolvePhysicalConnection on {addr}: No such host is known ({host})",
-    "no_endpoints": "StackExchange.Redis.RedisConnectionException: It was not possible to connect "
-    "to the redis server(s). ConnectTimeout on {addr}",
+    "no_endpoints": "StackExchange.Redis.RedisConnectionException: No connection is active/available to "
+    "service this operation: HGET; It was not possible to connect to the redis server(s). UnableToConnect "
+    "on {addr}/Interactive, Initializing/NotStarted, last: NONE, origin: BeginConnectAsync, SocketFailure: "
+    "Connection refused",
     "timeout": "StackExchange.Redis.RedisTimeoutException: Timeout performing HGETALL (5000ms), inst: 0, "
     "qu: 0, qs: 1, aw: False, rs: ReadAsync, ws: Idle, in: 0, serverEndpoint: {addr}",
 }
@@ -98,7 +112,6 @@ _JAVA = {
     "timeout": "java.net.SocketTimeoutException: Read timed out calling {op}",
     "upstream_error": "org.springframework.web.client.HttpServerErrorException$InternalServerError: "
     "500 Internal Server Error calling {op}: {detail}",
-    "no_endpoints": "java.net.ConnectException: Connection timed out (Connection timed out) to {host}:{port}",
     "auth_failed": "java.sql.SQLException: Access denied for user '{user}'@'{self_ip}' (using password: YES)",
     "missing_config": "org.springframework.beans.factory.BeanCreationException: Could not resolve "
     "placeholder '{var}' in value \"${{{var}}}\"",
@@ -111,6 +124,7 @@ _JAVA = {
     "datastore_slow": "WARN  com.zaxxer.hikari.pool.ProxyConnection - slow query on {datastore}: {ms} ms",
     "connection_reset": "java.net.SocketException: Connection reset calling {host}:{port}",
     "memory_pressure": "WARN  GC overhead: heap usage {mib}MiB",
+    "http_error": "org.springframework.web.client.HttpServerErrorException: {status} calling {op} on {host}",
 }
 _NODE = {
     "connection_refused": "Error: 14 UNAVAILABLE: No connection established. Last error: connect "
@@ -118,8 +132,6 @@ _NODE = {
     "dns_failure": "Error: 14 UNAVAILABLE: Name resolution failed for target dns:{host}:{port}",
     "timeout": "Error: 4 DEADLINE_EXCEEDED: Deadline exceeded calling {op}",
     "upstream_error": "Error: 13 INTERNAL: {detail} ({op})",
-    "no_endpoints": "Error: 14 UNAVAILABLE: No connection established. Last error: connect ETIMEDOUT "
-    "{ip}:{port}",
     "auth_failed": 'error: password authentication failed for user "{user}"',
     "missing_config": "Error: missing required environment variable {var}",
     "startup": '{{"severity":"info","message":"Listening on {port}"}}',
@@ -130,6 +142,7 @@ _NODE = {
     "datastore_slow": '{{"severity":"warn","message":"slow {datastore} query","ms":{ms}}}',
     "connection_reset": "Error: read ECONNRESET calling {op}",
     "memory_pressure": '{{"severity":"warn","message":"heap used {mib}MiB"}}',
+    "http_error": "Error: Request failed with status code {status} ({op})",
 }
 _PYTHON = {
     "connection_refused": "grpc._channel._InactiveRpcError: <_InactiveRpcError of RPC that terminated with: "
@@ -141,11 +154,9 @@ _PYTHON = {
     '"Deadline Exceeded" ({op})',
     "upstream_error": "grpc._channel._InactiveRpcError: status = StatusCode.{code_upper} details = "
     '"{detail}" ({op})',
-    "no_endpoints": 'grpc._channel._InactiveRpcError: status = StatusCode.UNAVAILABLE details = "failed to '
-    'connect to all addresses; last error: UNKNOWN: ipv4:{ip}:{port}: Connection timed out"',
     "auth_failed": "pymysql.err.OperationalError: (1045, \"Access denied for user '{user}'@'{self_ip}' "
     '(using password: YES)")',
-    "missing_config": "KeyError: '{var}'",
+    "missing_config": "Exception: {var} environment variable not set",
     "startup": "INFO:server:listening on port: {port}",
     "shutdown": "INFO:server:received SIGTERM, stopping",
     "request_ok": "INFO:server:[{op}] request handled in {ms}ms",
@@ -155,6 +166,7 @@ _PYTHON = {
     "datastore_slow": "WARNING:server:{datastore} query took {ms}ms",
     "connection_reset": "ConnectionResetError: [Errno 104] Connection reset by peer ({op})",
     "memory_pressure": "WARNING:server:memory usage {mib}MiB",
+    "http_error": "Error code: {status} - {op} on {host} failed",
 }
 _RUST = {
     "connection_refused": "ERROR shipping: request to {host}:{port} failed: error trying to connect: tcp "
@@ -219,7 +231,11 @@ DATASTORE_TEMPLATES: dict[tuple[str, str], dict[str, str]] = {
 # What each datastore answers to a wrong credential (filled into ``auth_detail``).
 AUTH_DETAILS: dict[str, str] = {
     "redis": "WRONGPASS invalid username-password pair or user is disabled.",
+    "redis-password": "ERR AUTH <password> called without any password configured for the default user. "
+    "Are you sure your configuration is correct?",
     "valkey": "WRONGPASS invalid username-password pair or user is disabled.",
+    "valkey-password": "ERR AUTH <password> called without any password configured for the default user. "
+    "Are you sure your configuration is correct?",
     "mysql": "Access denied for user (using password: YES)",
     "postgresql": "FATAL: password authentication failed for user",
     "mongodb": "Authentication failed.",
@@ -227,6 +243,66 @@ AUTH_DETAILS: dict[str, str] = {
     "kafka": "SaslAuthenticationException: Authentication failed: Invalid username or password",
     "nacos": "user not found!",
 }
+
+# What a caller says it was doing when a call fails, as the apps' own error wrapping words it; a call
+# missing here reads "failed to call <op>".
+_OB_CONTEXTS: tuple[tuple[str, str, str], ...] = (
+    ("frontend", "CurrencyService/GetSupportedCurrencies", "could not retrieve currencies"),
+    ("frontend", "ProductCatalogService/ListProducts", "could not retrieve products"),
+    ("frontend", "ProductCatalogService/GetProduct", "could not retrieve product"),
+    ("frontend", "CartService/GetCart", "could not retrieve cart"),
+    ("frontend", "CartService/AddItem", "failed to add to cart"),
+    ("frontend", "CartService/EmptyCart", "failed to empty cart"),
+    ("frontend", "CurrencyService/Convert", "failed to convert currency"),
+    ("frontend", "RecommendationService/ListRecommendations", "failed to get product recommendations"),
+    ("frontend", "ShippingService/GetQuote", "failed to get shipping quote"),
+    ("frontend", "CheckoutService/PlaceOrder", "failed to complete the order"),
+    ("frontend", "AdService/GetAds", "failed to retrieve ads"),
+    ("checkoutservice", "CartService/GetCart", "cart failure: failed to get user cart during checkout"),
+    ("checkoutservice", "ProductCatalogService/GetProduct", "failed to prepare order: failed to get product"),
+    ("checkoutservice", "CurrencyService/Convert", "failed to convert price"),
+    ("checkoutservice", "ShippingService/GetQuote", "shipping quote failure: failed to get shipping quote"),
+    ("checkoutservice", "PaymentService/Charge", "failed to charge card: could not charge the card"),
+    ("checkoutservice", "ShippingService/ShipOrder", "shipping error: shipment failed"),
+    ("checkoutservice", "CartService/EmptyCart", "failed to empty user cart during checkout"),
+    ("checkoutservice", "EmailService/SendOrderConfirmation",
+     'failed to send order confirmation to "someone@example.com"'),
+    ("recommendationservice", "ProductCatalogService/ListProducts", "failed to list products"),
+)  # fmt: skip
+CONTEXTS: dict[tuple[str, str], str] = {(svc, f"hipstershop.{op}"): text for svc, op, text in _OB_CONTEXTS}
+
+
+def context(caller: str, op: str) -> str:
+    """The caller's own words for a failed call, or "" when it has none of its own."""
+    return CONTEXTS.get((caller, op), "")
+
+
+# The HTTP status a failed HTTP call carries for each gRPC-style status code of the model.
+HTTP_STATUS: dict[str, str] = {
+    "Internal": "500", "Unavailable": "503", "ResourceExhausted": "429", "NotFound": "404",
+    "InvalidArgument": "400", "FailedPrecondition": "400", "DeadlineExceeded": "504", "Unimplemented": "404",
+}  # fmt: skip
+
+
+def is_http(op: str) -> bool:
+    """An HTTP operation is named ``METHOD /path``; anything else is an RPC method."""
+    method, _, path = op.partition(" ")
+    return method.isupper() and path.startswith("/")
+
+
+# What a datastore answers while its disk fails (IOChaos fault), filled into ``detail``.
+DATASTORE_ERRORS: dict[str, str] = {
+    "redis": "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to "
+    "disk. Commands that may modify the data set are disabled, because this instance is configured to report "
+    "errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option).",
+    "mysql": "Error 1030 (HY000): Got error 5 - 'Input/output error' from storage engine",
+    "postgresql": 'ERROR: could not read block 0 in file "base/16384/16385": Input/output error',
+    "mongodb": "WiredTiger error (5) [Input/output error]: __posix_file_read",
+    "kafka": "KafkaStorageException: Disk error when trying to access log file on the disk.",
+    "rabbitmq": "NOT_FOUND - home node of durable queue is down or inaccessible (disk I/O error)",
+    "nacos": "caused: Input/output error;",
+}
+DATASTORE_ERRORS["valkey"] = DATASTORE_ERRORS["redis"]
 
 # Levels per cause; info lines are the ordinary background chatter.
 LEVELS: dict[str, str] = {
@@ -240,6 +316,8 @@ class Fill:
     """Values for a template's placeholders; unused ones are ignored."""
 
     op: str = ""
+    context: str = ""  # what the caller was doing, in its own words (see CONTEXTS)
+    status: str = "500"  # HTTP status of an HTTP call's failure
     host: str = ""
     ip: str = ""
     port: str = ""
@@ -255,21 +333,44 @@ class Fill:
     ephemeral: str = "43122"
 
 
+# A family without its own wording for a cause says it the way it says a close one.
+_NEAREST = {
+    "http_error": "upstream_error",
+    "no_endpoints": "connection_refused",
+    "unreachable": "timeout",
+    "datastore_error": "upstream_error",
+}
+
+
 def template(family: str, cause: str, *, datastore_kind: str | None = None) -> str:
-    """The template for ``cause`` in ``family``: datastore idiom first, then the family, then Go's."""
+    """The template for ``cause`` in ``family``: datastore idiom first, then the family (its nearest
+    cause), then Go's."""
     if datastore_kind is not None:
         special = DATASTORE_TEMPLATES.get((family, datastore_kind), {})
         if cause in special:
             return special[cause]
-    return TEMPLATES.get(family, _GO).get(cause) or _GO[cause]
+    table = TEMPLATES.get(family, _GO)
+    return table.get(cause) or table.get(_NEAREST.get(cause, cause)) or _GO[cause]
 
 
-def render(family: str, cause: str, fill: Fill, *, datastore_kind: str | None = None) -> str:
+_CALL_CAUSES = frozenset({
+    "connection_refused", "dns_failure", "timeout", "upstream_error", "no_endpoints", "unreachable",
+    "http_abort", "connection_reset", "datastore_error", "http_error",
+})  # fmt: skip
+
+
+def render(
+    family: str, cause: str, fill: Fill, *, datastore_kind: str | None = None, auth_variant: str | None = None
+) -> str:
     """One log message (without timestamp and level) for ``cause`` (no side effects)."""
     values = dict(fill.__dict__)
+    values["context"] = fill.context or f"failed to call {fill.op}"
     values["code_upper"] = fill.code.upper()
-    values["auth_detail"] = AUTH_DETAILS.get(datastore_kind or "", "authentication failed")
-    return template(family, cause, datastore_kind=datastore_kind).format(**values)
+    values["auth_detail"] = AUTH_DETAILS.get(auth_variant or datastore_kind or "", "authentication failed")
+    text = template(family, cause, datastore_kind=datastore_kind).format(**values)
+    if fill.context and family != "go" and cause in _CALL_CAUSES:
+        return f"{fill.context}: {text}"
+    return text
 
 
 def level(cause: str) -> str:

@@ -104,6 +104,7 @@ class ServiceView:
 @dataclass(frozen=True)
 class ChaosObject:
     kind: str
+    namespace: str
     name: str
     uid: str
     created: float
@@ -335,6 +336,7 @@ def snapshot(
         shot.chaos.append(
             ChaosObject(
                 kind=str(obj.get("kind")),
+                namespace=str(meta.get("namespace") or ""),
                 name=meta["name"],
                 uid=str(meta.get("uid", meta["name"])),
                 created=_time(meta.get("creationTimestamp")),

@@ -8,6 +8,7 @@ container's ports, the memory limit against the working set.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from orchestrator.catalog.topology import Service, ServiceKind, Topology, parse_address
@@ -27,6 +28,7 @@ class Reach:
     port: str
     ip: str
     env_var: str | None = None
+    detail: str = ""  # for auth_failed: the value the caller presents
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,42 @@ class TopologyIndex:
         return self.addresses.get((caller, callee))
 
 
+_KEY_HOST = re.compile(r"(?:^|[\s;])host=([^\s;]+)", re.IGNORECASE)
+
+
 def _host_port(value: str) -> tuple[str, str] | None:
-    address = parse_address(value)
-    if address is None:
+    """(host as written, port) of an address value: ``host:port``, a URL, ``host:port,opt=x`` (the
+    StackExchange.Redis form) or ``Host=x;...`` connection strings; None when it names no host."""
+    text = value.strip()
+    if "://" in text:
+        text = text.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+    elif "," in text:
+        text = text.split(",", 1)[0]
+    elif "=" in text:
+        match = _KEY_HOST.search(text)
+        if match is None:
+            return None
+        text = match.group(1)
+    host, _, port = text.partition(":")
+    host = host.lower()
+    if not host or "$" in host or (port and not port.isdigit()):
         return None
-    return address.host, "" if address.port is None else str(address.port)
+    address = parse_address(value)
+    if address is not None and address.port is not None and not port:
+        port = str(address.port)
+    return host, port
+
+
+def resolve(host: str, namespace: str) -> str | None:
+    """The Service name a host resolves to from a pod of ``namespace``, or None (no such host)."""
+    name, _, rest = host.rstrip(".").partition(".")
+    if rest in ("", namespace, f"{namespace}.svc", f"{namespace}.svc.cluster.local"):
+        return name
+    return None
+
+
+def fqdn(name: str, namespace: str) -> str:
+    return f"{name}.{namespace}.svc.cluster.local"
 
 
 def _service_port_ok(shot: Snapshot, callee: str, port: str) -> bool:
@@ -108,10 +141,10 @@ def reach(
             # Same host and port but a different string: the credentials embedded in it changed.
             wrong_secret = parsed == (host, port)
             host, port = parsed
-    target = host
-    if target not in shot.services:
+    target = resolve(host, shot.namespace)
+    if target is None or target not in shot.services:
         return Reach("dns_failure", host, port, "", var)
-    if caller_pod is not None and effects.dns_fails(caller_pod.name, target):
+    if caller_pod is not None and effects.dns_fails(caller_pod.name, fqdn(target, shot.namespace)):
         return Reach("dns_failure", host, port, "", var)
     ip = service_ip(shot, target)
     if not port and shot.services[target].ports:
@@ -121,12 +154,16 @@ def reach(
         # The address names another Service: its server does not implement the callee's methods.
         cause = "upstream_error" if pods and _service_port_ok(shot, target, port) else "connection_refused"
         return Reach(cause, host, port, ip, var)
-    if not _service_port_ok(shot, target, port) or not pods or not _target_port_ok(shot, target, port, pods):
+    if not _service_port_ok(shot, target, port):
+        return Reach("connection_refused", host, port, ip, var)
+    if not pods:
+        return Reach("no_endpoints", host, port, ip, var)
+    if not _target_port_ok(shot, target, port, pods):
         return Reach("connection_refused", host, port, ip, var)
     callee_service = index.topology.service(callee)
     if caller_pod is not None and callee_service.kind in (ServiceKind.DATASTORE, ServiceKind.QUEUE):
         if wrong_secret:
-            return Reach("auth_failed", host, port, ip, var)
+            return Reach("auth_failed", host, port, ip, var, detail=actual or "")
         spec = caller_pod.container(caller.container_name)
         for cred, expected in sorted(caller.credential_env.items()):
             if spec is not None and spec.env.get(cred) != expected:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.catalog.topology import Call, Service, ServiceKind, Topology
 from orchestrator.twin.model.chaos import Effects
+from orchestrator.twin.model.flags import FlagEffects
 from orchestrator.twin.model.registry import Build
 from orchestrator.twin.model.spans import CLIENT, ERROR, OK, SERVER, Span, SpanMetrics, Trace
 from orchestrator.twin.model.state import PodView
@@ -24,6 +25,14 @@ from orchestrator.twin.model.symptoms import Reach
 # Client deadline when the topology sets none: long enough that only a stuck callee reaches it.
 DEFAULT_TIMEOUT_MS = 10_000.0
 NETWORK_MS = 0.25
+# Client libraries with their own default deadline (StackExchange.Redis syncTimeout, go-redis, ...).
+CLIENT_TIMEOUT_MS = {"redis": 5_000.0, "valkey": 5_000.0}
+# Past this utilisation an overloaded server sheds a growing share of its requests (queue full, probes
+# and keep-alives failing) instead of only getting slower.
+SHED_UTILISATION = 1.5
+SLOW_REQUEST_MS = 500.0
+_SEEN_BY_CALLER = frozenset({"http_abort", "datastore_error"})
+SLOW_QUERY_MS = 100.0
 OVERLOAD_UTILISATION = 0.9
 # Lognormal latency factors (sigma 0.3), drawn by index: as random as gauss() and several times cheaper.
 _SPREAD = tuple(math.exp(0.3 * statistics.NormalDist().inv_cdf((i + 0.5) / 4096)) for i in range(4096))
@@ -44,6 +53,7 @@ class PodCtx:
     wait_ms: float = 0.0
     cpu_ms: float = 2.0
     busy: float = 0.0  # cores used by requests this step
+    rho: float = 0.0  # utilisation: demand over available cores
 
     @property
     def name(self) -> str:
@@ -71,8 +81,11 @@ class StepTraffic:
     spans: SpanMetrics
     pods: dict[str, list[PodCtx]]  # ready serving pods per service
     reach_of: Callable[[Service, PodCtx | None, str], Reach]
+    services: dict[str, Service]
     log: LogFn  # (pod, cause, op, reach, detail)
+    flags: FlagEffects = field(default_factory=FlagEffects)
     weight: float = 1.0
+    long_down: frozenset[str] = frozenset()
     _net: dict[tuple[str, str], tuple[float, float, float, bool, float]] = field(default_factory=dict)
     _reach: dict[tuple[str, str, str], Reach] = field(default_factory=dict)
 
@@ -135,14 +148,25 @@ class StepTraffic:
         trace: list[Span] | None,
     ) -> Outcome:
         rng = self.rng
-        timeout = call.timeout_ms or DEFAULT_TIMEOUT_MS
+        callee_service = self.services[call.to]
+        timeout = call.timeout_ms or CLIENT_TIMEOUT_MS.get(
+            callee_service.datastore_kind or "", DEFAULT_TIMEOUT_MS
+        )
         key = (caller_service.name, caller.name if caller is not None else "", call.to)
         reach = self._reach.get(key)
         if reach is None:
             reach = self._reach[key] = self.reach_of(caller_service, caller, call.to)
         client_id = f"{rng.getrandbits(64):016x}" if trace is not None else ""
+        if reach.cause == "no_endpoints" and call.to in self.long_down:
+            reach = Reach("connection_refused", reach.host, reach.port, reach.ip, reach.env_var)
         if reach.cause is not None:
-            fast = {"connection_refused": 1.0, "dns_failure": 2.0, "auth_failed": 3.0, "upstream_error": 2.0}
+            fast = {
+                "connection_refused": 1.0,
+                "dns_failure": 2.0,
+                "auth_failed": 3.0,
+                "upstream_error": 2.0,
+                "no_endpoints": 1.0,
+            }
             out = Outcome(
                 False,
                 fast.get(reach.cause, timeout),
@@ -153,7 +177,8 @@ class StepTraffic:
             return out
         serving = self.pods.get(call.to) or []
         if not serving:
-            out = Outcome(False, 1.0, "connection_refused", "Unavailable")
+            cause = "connection_refused" if call.to in self.long_down else "no_endpoints"
+            out = Outcome(False, 1.0, cause, "Unavailable")
             self._finish(caller, caller_service, call, out, reach, start_ms, parent, client_id, trace)
             return out
         pod = serving[0] if len(serving) == 1 else serving[rng.randrange(len(serving))]
@@ -162,7 +187,7 @@ class StepTraffic:
         if self.effects.net and caller is not None:
             delay, jitter, loss, cut, rate = self._network(caller.name, pod.name)
             if cut:
-                out = Outcome(False, timeout, "timeout", "DeadlineExceeded")
+                out = Outcome(False, timeout, "unreachable", "Unavailable")
                 self._finish(caller, caller_service, call, out, reach, start_ms, parent, client_id, trace)
                 return out
             net += delay + (rng.uniform(-jitter, jitter) if jitter else 0.0)
@@ -178,9 +203,13 @@ class StepTraffic:
         elif ms > timeout:
             out = Outcome(False, timeout, "timeout", "DeadlineExceeded")
         elif not server.ok:
-            out = Outcome(False, ms, server.cause or "upstream_error", server.code)
+            # What the caller sees: its own failure for a reset or a disk error, else the callee's status.
+            seen = server.cause if server.cause in _SEEN_BY_CALLER else "upstream_error"
+            out = Outcome(False, ms, seen, server.code)
         else:
             out = Outcome(True, ms)
+            if ms > SLOW_QUERY_MS and callee_service.kind is ServiceKind.DATASTORE and caller is not None:
+                self.log(caller, "datastore_slow", call.op, reach, f"{ms:.0f}")
         self._finish(caller, caller_service, call, out, reach, start_ms, parent, client_id, trace)
         return out
 
@@ -197,21 +226,41 @@ class StepTraffic:
         ok = True
         cause: str | None = None
         code = "Internal"
+        if pod.rho > SHED_UTILISATION and rng.random() > SHED_UTILISATION / pod.rho:
+            ok, cause, code = False, "overloaded", "Unavailable"
         behaviour = pod.build.behaviour if pod.build is not None else None
         if behaviour is not None and (not behaviour.ops or call.op in behaviour.ops):
             own += behaviour.extra_latency_ms
             if behaviour.error_ratio and rng.random() < behaviour.error_ratio:
                 ok, cause = False, "code_error"
+            elif not behaviour.error_ratio and pod.build is not None:
+                # A build whose defect costs time or memory still says what it does, as the real one logs.
+                self.log(pod, "code_notice", call.op, None, pod.build.log_message or "")
+        flagged = self.flags.fault(service.name, call.op) if self.flags.faults else None
+        if flagged is not None:
+            own += flagged.extra_ms
+            if flagged.error_ratio and rng.random() < flagged.error_ratio:
+                ok, cause, code = False, "flag_error", flagged.code
+                self.log(pod, "code_error", call.op, None, flagged.message)
         io = self.effects.io.get(pod.name)
         if io is not None and rng.random() < io[1]:
             own += io[0] * 1000.0
             if io[2]:
-                ok, cause = False, "upstream_error"
-        http = self.effects.http.get(pod.name)
-        if http is not None:
-            own += http[1] * 1000.0
-            if http[0]:
+                ok, cause = False, "datastore_error"
+        for rule in self.effects.http.get(pod.name, ()):
+            if not rule.matches(call.op):
+                continue
+            own += rule.delay_s * 1000.0
+            if rule.abort:
                 ok, cause, code = False, "http_abort", "Unavailable"
+            elif rule.code is not None and rule.code >= 400:
+                ok, cause, code = (
+                    False,
+                    "upstream_error",
+                    "Unavailable" if rule.code >= 500 else "InvalidArgument",
+                )
+            elif rule.mangled:
+                ok, cause, code = False, "mangled", "NotFound"
         server_id = f"{rng.getrandbits(64):016x}" if trace is not None else ""
         elapsed = own
         if ok:
@@ -225,6 +274,13 @@ class StepTraffic:
                     break
         if not ok and cause == "code_error" and pod.build is not None:
             self.log(pod, "code_error", call.op, None, pod.build.log_message or "")
+        elif not ok and cause == "mangled":
+            # The rewritten request asks for something that does not exist: the first lookup says so.
+            first = call.calls[0].op if call.calls else call.op
+            self.log(pod, "upstream_error", first, None, "NotFound")
+            cause = "upstream_error"
+        elif ok and elapsed > SLOW_REQUEST_MS:
+            self.log(pod, "slow_request", call.op, None, f"{elapsed:.0f}")
         if service.kind is not ServiceKind.DATASTORE and service.kind is not ServiceKind.QUEUE:
             self._observe(service.name, call.op, SERVER, ok, elapsed)
             if trace is not None:
