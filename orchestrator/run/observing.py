@@ -7,17 +7,20 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.bundle.records import AlertRecord, Record
+from orchestrator.bundle.records import AlertRecord, ProbeSample, Record
 from orchestrator.cluster.client import KubeClient
 from orchestrator.run.faults import LiveFault
 from orchestrator.run.sampling import Sampler, artifact_sample, probe_of
 from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
 from orchestrator.telemetry.evaluating import AlertEvaluator
 from orchestrator.telemetry.probes import SymptomProbe
+
+PROBE_WORKERS = 4
 
 
 def bundle_alert(alert: EvaluatedAlert, *, origin_epoch_s: float) -> AlertRecord:
@@ -96,13 +99,18 @@ class Observer:
 
     def probes(self, faults: Sequence[LiveFault], *, until: float) -> None:
         """Probe samples of each fault on the grid since its last sample, up to ``until``."""
-        for fault in faults:
-            after = self._probe_until.get(fault.fault_id, fault.inject_s)
-            for sample in self.sampler.probe(
-                fault.fault_id, self._probes[fault.fault_id], after=after, until=until
-            ):
-                self.record(sample)
-            self._probe_until[fault.fault_id] = max(after, until)
+        spans = [(fault.fault_id, self._probe_until.get(fault.fault_id, fault.inject_s)) for fault in faults]
+
+        def sample(span: tuple[str, float]) -> list[ProbeSample]:
+            return self.sampler.probe(span[0], self._probes[span[0]], after=span[1], until=until)
+
+        # The queries run side by side; the records are written in fault order, so the journal is the same.
+        with ThreadPoolExecutor(max_workers=PROBE_WORKERS) as pool:
+            answers = list(pool.map(sample, spans))
+        for (fault_id, after), samples in zip(spans, answers, strict=True):
+            for one in samples:
+                self.record(one)
+            self._probe_until[fault_id] = max(after, until)
 
     def artifacts(self, faults: Sequence[LiveFault], *, t: float) -> None:
         for fault in faults:

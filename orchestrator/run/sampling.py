@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from orchestrator.bundle.records import ArtifactSample, ProbeSample, ServiceSample
@@ -66,11 +67,12 @@ class Sampler:
         times = grid(after, until, self.step_s)
         if not times:
             return []
+        queries = service_queries(namespace=self.namespace, service=self.entry_point, window=self.window)
+        with ThreadPoolExecutor(max_workers=len(queries)) as pool:
+            answers = list(pool.map(lambda query: self._range(query, times), queries.values()))
         results = {
-            name: by_time(self._range(query, times), origin=self.origin_epoch_s)
-            for name, query in service_queries(
-                namespace=self.namespace, service=self.entry_point, window=self.window
-            ).items()
+            name: by_time(answer, origin=self.origin_epoch_s)
+            for name, answer in zip(queries, answers, strict=True)
         }
         samples = []
         for t in times:
