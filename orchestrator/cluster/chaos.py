@@ -30,7 +30,7 @@ def chaos_object(
     """The Chaos Mesh object for an entry: its spec with selectors built from the target (no side effects).
 
     A ``target: {service: NAME}`` in the spec (network faults between two services) becomes a Chaos Mesh
-    target selector on that service's pods.
+    target selector on that service's pods; a ``target`` written as a Chaos Mesh selector is kept.
     """
     spec: Json = {key: value for key, value in inject.spec.items() if key != "target"}
     spec.setdefault("mode", "all")
@@ -41,6 +41,14 @@ def chaos_object(
             "mode": "all",
             "selector": {"namespaces": [app_namespace], "labelSelectors": {"app": other["service"]}},
         }
+        spec.setdefault("direction", "to")
+    elif isinstance(other, dict) and isinstance(other.get("selector"), dict):
+        # A peer written as a Chaos Mesh selector (the catalog's documented form) keeps its selector,
+        # confined to the app's namespace when it names none.
+        peer = {key: value for key, value in other.items() if key != "selector"}
+        peer.setdefault("mode", "all")
+        peer["selector"] = {"namespaces": [app_namespace], **other["selector"]}
+        spec["target"] = peer
         spec.setdefault("direction", "to")
     return {
         "apiVersion": "chaos-mesh.org/v1alpha1",

@@ -56,3 +56,15 @@ def test_export_ctk_of_an_unknown_entry_exits_2_naming_it(capsys: pytest.Capture
 def test_admit_refuses_ids_the_app_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "admit", "--app", "online-boutique", "--ids", "tt-not-here"]) == 2
     assert "tt-not-here" in capsys.readouterr().err
+
+
+def test_export_ctk_keeps_a_peer_written_as_a_selector_in_the_app_namespace(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["catalog", "export-ctk", "ob-cart-redis-partition"]) == 0
+    spec = json.loads(capsys.readouterr().out)["method"][0]["provider"]["arguments"]["resource"]["spec"]
+    assert spec["target"] == {
+        "mode": "all",
+        "selector": {"namespaces": ["online-boutique"], "labelSelectors": {"app": "redis-cart"}},
+    }
+    assert spec["direction"] == "both"
