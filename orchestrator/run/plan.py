@@ -5,20 +5,16 @@ schedule, and their versions. Reading files is the only side effect; the plan it
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from orchestrator.catalog.admission import admission_path, admitted_ids
 from orchestrator.catalog.loading import Catalog, Entry, default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import APPS, Topology
-from orchestrator.errors import ConfigError, Problem
 from orchestrator.run.config import RunConfig, Versions, code_digest
 from orchestrator.schedule import Schedule, plan_schedule
 from orchestrator.telemetry.rules import RulePack, load_rule_pack
-
-ADMISSION_FILE = "admission.json"
 
 
 @dataclass(frozen=True)
@@ -30,54 +26,17 @@ class Admission:
     sha256: str
 
 
-def read_admission(app: str, catalog: Catalog, *, root: Path) -> Admission:
-    """``fault_catalog/<app>/admission.json``, or every entry when the file does not exist.
-
-    Accepted shapes: ``{"entries": {ID: {"admitted": bool, "content_hash": H}}}``, the same mapping at the
-    top level, or ``{"entries": [{"id": ID, "admitted": bool, "content_hash": H}]}``. An entry whose
-    content hash differs from the catalog's was edited after admission and is not admitted.
-    """
-    path = root / "fault_catalog" / app / ADMISSION_FILE
-    if not path.is_file():
+def read_admission(app: str, *, root: Path) -> Admission:
+    """The app's committed admission verdicts (``fault_catalog/<app>/admission.json``): admitted entries
+    whose content hash is current; every entry when the app has no admission file."""
+    admitted = admitted_ids(app, root=root)
+    if admitted is None:
         return Admission(admitted=None, source="none", sha256="")
-    raw = path.read_bytes()
-    try:
-        document = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not JSON: {exc}") from exc
-    records = _admission_records(document, path)
-    admitted = set()
-    for entry_id, record in records.items():
-        entry = catalog.by_id.get(entry_id)
-        if entry is None or not isinstance(record, dict) or record.get("admitted") is not True:
-            continue
-        expected = record.get("content_hash")
-        if expected is None or expected == entry.content_hash():
-            admitted.add(entry_id)
+    path = admission_path(app, root=root)
     return Admission(
-        admitted=frozenset(admitted),
-        source=str(path.relative_to(root)),
-        sha256=hashlib.sha256(raw).hexdigest(),
-    )
-
-
-def _admission_records(document: Any, path: Path) -> dict[str, Any]:
-    entries = document.get("entries", document) if isinstance(document, dict) else None
-    if isinstance(entries, list):
-        records = {}
-        for index, item in enumerate(entries):
-            if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-                raise ConfigError(
-                    "unreadable admission record",
-                    [Problem(str(path), None, f"entries.{index}", repr(item), "needs an id")],
-                )
-            records[item["id"]] = item
-        return records
-    if isinstance(entries, dict):
-        return entries
-    raise ConfigError(
-        "unreadable admission record",
-        [Problem(str(path), None, "entries", repr(type(document).__name__), "expected a mapping or list")],
+        admitted=admitted,
+        source=path.relative_to(root).as_posix(),
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
     )
 
 
@@ -112,7 +71,7 @@ def make_plan(config: RunConfig, *, root: Path | None = None) -> RunPlan:
     catalog = load_catalog(config.app, root=base)
     topology = load_topology(config.app, root=base)
     pack = load_rule_pack()
-    admission = read_admission(config.app, catalog, root=base)
+    admission = read_admission(config.app, root=base)
     entries = [e for e in catalog.entries if admission.admitted is None or e.id in admission.admitted]
     schedule = plan_schedule(
         app=config.app, entries=entries, seed=config.seed, params=config.schedule_params()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import json
+import shutil
 from pathlib import Path
 
+from orchestrator.catalog.admission import (
+    FILE_NAME as ADMISSION_FILE,
+)
+from orchestrator.catalog.admission import AdmissionFile, AdmissionRecord, Procedure, render_admission
 from orchestrator.catalog.faults import Healthy
 from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
-from orchestrator.catalog.loading import load_catalog
+from orchestrator.catalog.loading import default_root, load_catalog
 from orchestrator.run.plan import app_rules, read_admission
 from orchestrator.run.sampling import Sampler, by_time, grid, probe_of
 from orchestrator.telemetry.alerts import Sample
@@ -88,28 +92,41 @@ def test_probe_samples_judge_every_grid_time_and_no_data_counts_as_healthy() -> 
 
 
 def test_without_an_admission_record_every_entry_may_be_drawn(tmp_path: Path) -> None:
-    catalog = load_catalog("online-boutique")
-    admission = read_admission("online-boutique", catalog, root=tmp_path)
+    root = _project(tmp_path)
+    admission = read_admission("online-boutique", root=root)
     assert admission.admitted is None
     assert admission.source == "none"
 
 
+def _project(tmp: Path) -> Path:
+    """A project root holding the Online Boutique catalog and topology and nothing else."""
+    for part in ("fault_catalog/online-boutique", "manifests/online-boutique"):
+        shutil.copytree(default_root() / part, tmp / part, ignore=shutil.ignore_patterns(ADMISSION_FILE))
+    return tmp
+
+
 def test_only_admitted_entries_with_an_unchanged_content_hash_are_drawn(tmp_path: Path) -> None:
-    catalog = load_catalog("online-boutique")
+    root = _project(tmp_path)
+    catalog = load_catalog("online-boutique", root=root)
     first, second, third = catalog.entries[:3]
-    folder = tmp_path / "fault_catalog" / "online-boutique"
-    folder.mkdir(parents=True)
-    document = {
-        "entries": {
-            first.id: {"admitted": True, "content_hash": first.content_hash()},
-            second.id: {"admitted": True, "content_hash": "edited-since"},
-            third.id: {"admitted": False, "content_hash": third.content_hash()},
-        }
-    }
-    (folder / "admission.json").write_text(json.dumps(document))
-    admission = read_admission("online-boutique", catalog, root=tmp_path)
+    records = (
+        AdmissionRecord(
+            id=first.id, content_hash=first.content_hash(), admitted=True, reasons=(), measurements=None
+        ),
+        AdmissionRecord(
+            id=second.id, content_hash="edited-since", admitted=True, reasons=(), measurements=None
+        ),
+        AdmissionRecord(
+            id=third.id, content_hash=third.content_hash(), admitted=False, reasons=(), measurements=None
+        ),
+    )
+    procedure = Procedure(seed=1, warmup_s=300, window_s=300, recovery_s=300, rule_pack="1")
+    document = AdmissionFile(app="online-boutique", procedure=procedure, entries=records)
+    (root / "fault_catalog" / "online-boutique" / ADMISSION_FILE).write_text(render_admission(document))
+    admission = read_admission("online-boutique", root=root)
     assert admission.admitted == frozenset({first.id})
-    assert admission.sha256
+    assert admission.source == "fault_catalog/online-boutique/admission.json"
+    assert len(admission.sha256) == 64
 
 
 def test_the_rule_groups_of_other_apps_are_not_evaluated() -> None:
