@@ -258,3 +258,15 @@ def test_lists_page_with_limit_and_continue(api: client.ApiClient) -> None:
     assert rest.metadata._continue is None
     names = [p.metadata.name for p in first.items + rest.items]
     assert names == [p.metadata.name for p in core.list_namespaced_pod(NAMESPACE).items]
+
+
+def test_status_subresource_writes_status_and_the_main_resource_ignores_it(api: client.ApiClient) -> None:
+    apps = client.AppsV1Api(api)
+    before = apps.read_namespaced_deployment("cart", NAMESPACE)
+    apps.patch_namespaced_deployment("cart", NAMESPACE, {"status": {"replicas": 7}})
+    assert apps.read_namespaced_deployment("cart", NAMESPACE).status.replicas == before.status.replicas
+    written = apps.patch_namespaced_deployment_status(
+        "cart", NAMESPACE, {"status": {"replicas": 7}, "spec": {"replicas": 5}}
+    )
+    assert (written.status.replicas, written.spec.replicas) == (7, 1)
+    assert written.metadata.generation == before.metadata.generation
