@@ -65,6 +65,7 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
     runs = RunManager(
         registry=registry, metrics=metrics, data_dir=settings.data_dir, max_active=settings.max_active
     )
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(runs.recover)
@@ -99,7 +100,8 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
 
     @app.post(
         "/runs", status_code=201, response_model=Created, dependencies=[Depends(authorised)],
-        responses={**AUTH, 409: {"description": "a run is active on that cluster target"},
+        responses={**AUTH, 400: {"description": "the body is not JSON"},
+                   409: {"description": "a run is active on that cluster target"},
                    429: {"description": "the server runs as many marathons as allowed"}},
     )  # fmt: skip
     def start_run(request: RunRequest) -> Created:
