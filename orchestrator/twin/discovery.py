@@ -11,6 +11,7 @@ _SUBRESOURCE_VERBS = {
     "status": ["get", "patch", "update"],
     "scale": ["get", "patch", "update"],
     "log": ["get"],
+    "eviction": ["create"],
 }
 
 
@@ -93,6 +94,8 @@ def resource_list(group: str, group_version: str) -> dict[str, Any] | None:
             }
             if sub == "scale":
                 item.update({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+            if sub == "eviction":
+                item.update({"group": "policy", "version": "v1", "kind": "Eviction"})
             resources.append(item)
     if not resources:
         return None

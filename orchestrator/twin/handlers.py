@@ -80,6 +80,10 @@ def dispatch(
         if method == "DELETE":
             return _delete_collection(cluster, route, query)
         raise _method_not_allowed(method)
+    if route.subresource == "eviction":
+        if method != "POST":
+            raise _method_not_allowed(method)
+        return _evict(cluster, route)
     if route.subresource == "log":
         if method != "GET":
             raise _method_not_allowed(method)
@@ -311,6 +315,15 @@ def _apply(cluster: Cluster, route: Route, query: dict[str, str], body: Any, *, 
         else "application/strategic-merge-patch+json"
     )
     return _patch(cluster, route, obj, media, dry_run=dry_run)
+
+
+def _evict(cluster: Cluster, route: Route) -> Result:
+    """``kubectl drain`` evicts through this; no PodDisruptionBudgets exist, so every eviction is allowed."""
+    pod = cluster.store.get(PODS, route.namespace or "", route.name or "")
+    cluster.kubelet.delete_pod(pod, cluster.now, immediately=True)
+    return Result(
+        201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+    )
 
 
 def _success(route: Route, obj: Obj) -> Obj:

@@ -50,7 +50,13 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
     ResourceType("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), subresources=("status",)),
     ResourceType(
-        "", "v1", "Pod", "pods", short_names=("po",), categories=_ALL, subresources=("status", "log")
+        "",
+        "v1",
+        "Pod",
+        "pods",
+        short_names=("po",),
+        categories=_ALL,
+        subresources=("status", "log", "eviction"),
     ),
     ResourceType("", "v1", "Event", "events", short_names=("ev",)),
     ResourceType(

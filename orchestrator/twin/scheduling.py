@@ -32,6 +32,7 @@ class NodeSlot:
     cpu: float
     memory: float
     pods: int
+    cordoned: bool = False
     used_cpu: float = 0.0
     used_memory: float = 0.0
     used_pods: int = 0
@@ -49,6 +50,7 @@ def slots(nodes: Iterable[Obj], pods: Iterable[Obj]) -> dict[str, NodeSlot]:
             cpu=parse_quantity(allocatable["cpu"]),
             memory=parse_quantity(allocatable["memory"]),
             pods=int(allocatable["pods"]),
+            cordoned=bool((node.get("spec") or {}).get("unschedulable")),
         )
     for pod in pods:
         slot = found.get(pod["spec"].get("nodeName") or "")
@@ -105,7 +107,9 @@ def place(pod: Obj, nodes: dict[str, NodeSlot], siblings: Iterable[Obj]) -> Plac
             )
             continue
         problem = None
-        if slot.used_pods + 1 > slot.pods:
+        if slot.cordoned:
+            problem = "node(s) were unschedulable"
+        elif slot.used_pods + 1 > slot.pods:
             problem = "Too many pods"
         elif slot.used_cpu + cpu > slot.cpu + 1e-9:
             problem = "Insufficient cpu"

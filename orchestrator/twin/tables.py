@@ -171,9 +171,12 @@ def _node_row(node: Obj, now: float) -> list[Any]:
     internal = next(
         (a["address"] for a in status.get("addresses") or [] if a["type"] == "InternalIP"), "<none>"
     )
+    shown = "Ready" if ready.get("status") == "True" else "NotReady"
+    if (node.get("spec") or {}).get("unschedulable"):
+        shown += ",SchedulingDisabled"
     return [
         node["metadata"]["name"],
-        "Ready" if ready.get("status") == "True" else "NotReady",
+        shown,
         "<none>",
         _age(node, now),
         info.get("kubeletVersion", ""),

@@ -197,3 +197,19 @@ def test_server_side_apply_creates_then_updates(server: LiveServer, tmp_path: Pa
     kubectl(server, "apply", "--server-side", *VALIDATE, "-f", str(manifest))
     value = kubectl(server, "get", "cm", "flags", "-o", "jsonpath={.data.cartFailure}").stdout
     assert value == "on"
+
+
+def test_drain_evicts_pods_and_cordoned_nodes_get_no_new_ones(server: LiveServer) -> None:
+    node = kubectl(
+        server, "get", "pods", "-l", "app=redis", "-o", "jsonpath={.items[0].spec.nodeName}"
+    ).stdout
+    drained = kubectl(server, "drain", node, "--ignore-daemonsets", "--timeout=20s")
+    assert "evicted" in drained.stdout and "drained" in drained.stdout
+    on_node = f"spec.nodeName={node}"
+    assert kubectl(server, "get", "pods", "-A", "--field-selector", on_node, "-o", "name").stdout == ""
+    advance(server, 10)
+    assert kubectl(server, "get", "pods", "-A", "--field-selector", on_node, "-o", "name").stdout == ""
+    assert len(kubectl(server, "get", "pods", "--no-headers").stdout.splitlines()) == 4
+    assert "Ready,SchedulingDisabled" in kubectl(server, "get", "node", node).stdout
+    kubectl(server, "uncordon", node)
+    assert "SchedulingDisabled" not in kubectl(server, "get", "node", node).stdout
