@@ -103,6 +103,17 @@ def breaks_startup(entry: Entry) -> bool:
     )
 
 
+def introduced_lines(entry: CodeFault) -> tuple[str, ...]:
+    """Lines of the fault build's source that the earlier build does not have, indentation included, so a
+    statement moved into a loop counts as introduced (no side effects)."""
+    earlier = {line.rstrip() for line in entry.inject.source.before.splitlines()}
+    return tuple(
+        line.rstrip()
+        for line in entry.inject.source.after.splitlines()
+        if line.strip() and line.rstrip() not in earlier
+    )
+
+
 def judge(entry: Entry, found: Measurements, *, direct: bool) -> tuple[bool, tuple[str, ...]]:
     """The admission verdict and its reasons (no side effects).
 
@@ -129,6 +140,8 @@ def judge(entry: Entry, found: Measurements, *, direct: bool) -> tuple[bool, tup
             f"{SERVER_ERRORS_PER_MIN:g}, new error logs {found.new_error_logs_per_min}/min < "
             f"{NEW_ERROR_LOGS_PER_MIN:g}, no restart"
         )
+    if isinstance(entry, CodeFault) and not introduced_lines(entry):
+        failed.append(f"the build {entry.inject.image_tag} introduces no source text the earlier build lacks")
     if isinstance(entry, ConfigFault):
         if found.deployed_value_ok is not True:
             failed.append(f"the deployed {entry.inject.field} does not read back as {entry.inject.value!r}")

@@ -17,12 +17,14 @@ from orchestrator.catalog.admission import (
     admission_path,
     admitted_ids,
     breaks_startup,
+    introduced_lines,
     judge,
     load_admission,
     merge,
     render_admission,
     stale_entries,
 )
+from orchestrator.catalog.faults import CodeFault
 from orchestrator.catalog.loading import Catalog, Entry, default_root, known_apps, load_catalog
 from orchestrator.errors import CatalogError
 
@@ -221,3 +223,14 @@ def test_every_committed_entry_has_a_current_admission_record_where_the_app_has_
     if admission is None:
         pytest.skip(f"{app} has no admission.json yet")
     assert stale_entries(_catalog(app), admission) == []
+
+
+def test_a_code_fault_whose_build_adds_no_source_text_is_rejected() -> None:
+    entry = _entry("ob-frontend-cart-divide-by-zero")
+    assert isinstance(entry, CodeFault) and introduced_lines(entry)
+    assert judge(entry, _measured(deployed_value_ok=None, became_ready=None), direct=True)[0]
+    source = entry.inject.source.model_copy(update={"after": entry.inject.source.before})
+    same = entry.model_copy(update={"inject": entry.inject.model_copy(update={"source": source})})
+    admitted, reasons = judge(same, _measured(deployed_value_ok=None, became_ready=None), direct=True)
+    assert not admitted
+    assert reasons == ("the build v0.10.6-1 introduces no source text the earlier build lacks",)
