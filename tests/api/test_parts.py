@@ -1,0 +1,158 @@
+"""The control plane's parts without a server: leaderboard, registry, request mapping, ledger settling,
+event logs and the refusal to serve beyond loopback without a token."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.api.commands import is_loopback
+from orchestrator.api.events import EventLog, ServiceTail
+from orchestrator.api.leaderboard import leaderboard_rows
+from orchestrator.api.models import RunRequest, ScheduleOverrides
+from orchestrator.api.recovery import settle_ledger
+from orchestrator.api.registry import Registry, RunRow, TargetBusy
+from orchestrator.api.runs import config_for, config_problems, request_field
+from orchestrator.cli import main
+from orchestrator.cluster import ledger
+from orchestrator.cluster.mechanisms import Handle
+from orchestrator.errors import ConfigError
+
+
+def _fields(run_id: str, *, target: str, app: str = "online-boutique", agent: str = "noop") -> dict[str, Any]:
+    return {"id": run_id, "app": app, "seed": 1, "agent": agent, "backend": "twin", "clock": "stepped",
+            "target": target, "source": "api", "config_json": {"app": app}, "home": Path("/nowhere"),
+            "created_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+
+
+def _scored(registry: Registry, run_id: str, score: float, *, agent: str = "noop") -> RunRow:
+    registry.create(fields=_fields(run_id, target=f"twin:{run_id}", agent=agent))
+    registry.update(run_id, status="finished", score={"marathon_score": score})
+    row = registry.get(run_id)
+    assert row is not None
+    return row
+
+
+def test_the_leaderboard_keeps_the_best_and_the_latest_score_per_app_and_agent(tmp_path: Path) -> None:
+    registry = Registry(f"sqlite:///{tmp_path / 'r.sqlite'}")
+    _scored(registry, "a", 40.0)
+    _scored(registry, "b", 70.0)
+    _scored(registry, "c", 70.0)
+    _scored(registry, "d", 55.0)
+    _scored(registry, "e", 90.0, agent="oracle")
+    rows = leaderboard_rows(registry.scored())
+    assert [(r.agent, r.runs, r.best.run_id, r.latest.run_id) for r in rows] == [
+        ("oracle", 1, "e", "e"),
+        ("noop", 4, "b", "d"),  # the tie for best goes to the earlier run
+    ]
+    assert rows[1].best.report == "/runs/b/report"
+
+
+def test_the_registry_refuses_a_second_active_run_on_one_target_and_survives_reopening(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    registry = Registry(url)
+    registry.create(fields=_fields("one", target="kube:/k"))
+    with pytest.raises(TargetBusy) as busy:
+        registry.create(fields=_fields("two", target="kube:/k"))
+    assert busy.value.run_id == "one"
+    registry.update("one", status="stopped", active_faults=["f002", "f001"])
+    registry.create(fields=_fields("two", target="kube:/k", app="train-ticket"))
+    reopened = Registry(url)
+    assert [r.id for r in reopened.active()] == ["two"]
+    total, rows = reopened.page(app="online-boutique")
+    assert total == 1 and rows[0].active_faults == ["f001", "f002"]
+    total, rows = reopened.page(offset=1, limit=1)
+    assert total == 2 and [r.id for r in rows] == ["one"]  # newest first
+
+
+def test_a_request_becomes_the_runner_configuration_and_its_problems_point_into_the_body(
+    tmp_path: Path,
+) -> None:
+    overrides = ScheduleOverrides(faults=5, delta_s=60, injection_period_s=600)
+    request = RunRequest(app="online-boutique", seed=3, agent="noop", schedule=overrides)
+    config = config_for(request, home=tmp_path / "h", runs_root=tmp_path / "runs")
+    assert (config.faults, config.delta_s, config.budget_s, config.clock) == (5, 60, 50.0, "stepped")
+    assert config.out == tmp_path / "h" / "run" and config.quiet
+    assert request_field("injection_period_s") == ["body", "schedule", "injection_period_s"]
+    assert request_field("kubeconfig") == ["body", "kubeconfig"]
+    bad = RunRequest(app="online-boutique", seed=3, agent="noop", schedule=ScheduleOverrides(delta_s=7))
+    with pytest.raises(ConfigError) as caught:
+        config_for(bad, home=tmp_path / "h", runs_root=tmp_path / "runs")
+    locations = [d["loc"] for d in config_problems(caught.value.problems, str(caught.value))]
+    assert ["body", "schedule", "injection_period_s"] in locations
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port  # nothing listens there once the socket is closed
+
+
+def _ledger_of_a_vanished_cluster(tmp_path: Path) -> Path:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
+        "clusters": [{"name": "gone", "cluster": {"server": f"http://127.0.0.1:{_closed_port()}"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "u"}}],
+        "users": [{"name": "u", "user": {}}],
+    }), encoding="utf-8")  # fmt: skip
+    path = tmp_path / "faults.ledger.jsonl"
+    book = ledger.Ledger(path)
+    book.open(
+        ledger.Target(kubeconfig=str(kubeconfig), namespace="online-boutique", chaos_namespace="chaos-mesh")
+    )
+    for n in (1, 2):
+        book.planned(Handle(fault_id=f"f00{n}", entry_id="ob-x", mechanism="config", kind="Deployment",
+                            namespace="online-boutique", name="cartservice"))  # fmt: skip
+        book.applied(f"f00{n}")
+    book.close()
+    return path
+
+
+def test_the_ledger_of_a_twin_that_died_with_its_worker_is_settled(tmp_path: Path) -> None:
+    path = _ledger_of_a_vanished_cluster(tmp_path)
+    assert settle_ledger(path, backend="twin") == (0, 2, [])
+    assert ledger.read(path)[1] == []
+
+
+def test_the_ledger_of_an_unreachable_real_cluster_stays_pending_for_a_later_recover(tmp_path: Path) -> None:
+    path = _ledger_of_a_vanished_cluster(tmp_path)
+    reverted, settled, failed = settle_ledger(path, backend="kube")
+    assert (reverted, settled) == (0, 0) and "does not answer" in failed[0]
+    assert [h.fault_id for h in ledger.read(path)[1]] == ["f001", "f002"]
+
+
+def test_an_event_log_replays_from_disk_without_a_torn_last_line_and_the_tail_reads_whole_lines(
+    tmp_path: Path,
+) -> None:
+    log = EventLog(home=tmp_path)
+    log.append({"type": "started"})
+    log.append({"type": "injected", "fault_id": "f000"})
+    with (tmp_path / "events.jsonl").open("a", encoding="utf-8") as out:
+        out.write('{"type": "rev')
+    replayed = EventLog.load(tmp_path, closed=True)
+    assert [e["seq"] for e in replayed.events] == [0, 1]
+    assert replayed.since(1) == ([{"seq": 1, "type": "injected", "fault_id": "f000"}], True)
+
+    service = tmp_path / "service.jsonl"
+    tail = ServiceTail(service)
+    assert tail.new_samples() == []
+    service.write_text('{"t": 15.0, "q": 2.0, "e": 0.5, "l": 0}\n{"t": 30.0, "q"', encoding="utf-8")
+    assert tail.new_samples() == [{"type": "service", "t": 15.0, "q": 2.0, "e": 0.5}]
+    with service.open("a", encoding="utf-8") as out:
+        out.write(': 1.0, "e": 0.0, "l": 0}\n')
+    assert [s["t"] for s in tail.new_samples()] == [30.0]
+
+
+def test_serving_beyond_loopback_needs_a_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MARATHON_API_TOKEN", raising=False)
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
+    assert main(["serve", "--host", "0.0.0.0", "--data", str(tmp_path), "--no-nightly"]) == 2
