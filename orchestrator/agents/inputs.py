@@ -12,14 +12,14 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.score.attribution import POD_LABEL, SERVICE_LABELS, WORKLOAD_LABELS, normalise_name
 
 log = logging.getLogger("orchestrator.agents")
@@ -155,6 +155,16 @@ def write_state(path: Path, state: Mapping[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def run_main(body: Callable[[], int]) -> int:
+    """Run an agent's body: an expected failure is one line on stderr and exit code 1, not a traceback."""
+    setup_logging()
+    try:
+        return body()
+    except OrchestratorError as exc:
+        log.error("%s", exc)
+        return 1
 
 
 def setup_logging() -> None:

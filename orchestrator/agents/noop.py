@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import sys
 
-from orchestrator.agents.inputs import AgentEnv, setup_logging
+from orchestrator.agents.inputs import AgentEnv, run_main
 
 
 def main() -> int:
-    setup_logging()
+    return run_main(_main)
+
+
+def _main() -> int:
     env = AgentEnv.from_env()
     logging.getLogger("orchestrator.agents.noop").info("invocation %d: doing nothing", env.invocation)
     return 0

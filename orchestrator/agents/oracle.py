@@ -29,7 +29,7 @@ from orchestrator.agents.inputs import (
     AlertView,
     load_alerts,
     read_state,
-    setup_logging,
+    run_main,
     write_state,
 )
 from orchestrator.agents.mcpclient import ToolClient
@@ -260,7 +260,10 @@ def run(env: AgentEnv, client: ToolClient, truth: Truth) -> None:
 
 
 def main() -> int:
-    setup_logging()
+    return run_main(_main)
+
+
+def _main() -> int:
     env = AgentEnv.from_env()
     truth = load_truth(os.environ.get(TRUTH_ENV))
     log.info("invocation %d: oracle over %d active faults", env.invocation, len(truth.faults))

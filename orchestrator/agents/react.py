@@ -23,7 +23,7 @@ from orchestrator.agents.inputs import (
     AlertView,
     load_alerts,
     read_state,
-    setup_logging,
+    run_main,
     write_state,
 )
 from orchestrator.agents.mcpclient import ToolClient
@@ -194,7 +194,10 @@ def run(env: AgentEnv, client: ToolClient, model: ChatModel, *, limits: Limits,
 
 
 def main() -> int:
-    setup_logging()
+    return run_main(_main)
+
+
+def _main() -> int:
     env = AgentEnv.from_env()
     base_url, api_key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
     if not base_url or not api_key:

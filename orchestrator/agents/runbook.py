@@ -22,7 +22,7 @@ from orchestrator.agents.inputs import (
     AlertView,
     load_alerts,
     read_state,
-    setup_logging,
+    run_main,
     workload_of,
     write_state,
 )
@@ -200,7 +200,10 @@ def run(env: AgentEnv, client: ToolClient) -> None:
 
 
 def main() -> int:
-    setup_logging()
+    return run_main(_main)
+
+
+def _main() -> int:
     env = AgentEnv.from_env()
     log.info("invocation %d: runbook", env.invocation)
     with ToolClient.from_env() as client:

@@ -106,3 +106,15 @@ def test_the_oracle_agent_reports_the_truth_and_applies_the_remedy(tmp_path: Pat
     ]  # fmt: skip
     assert log.calls[0][1]["artifact"] == "release:checkoutservice@v0.10.6-1"
     assert log.calls[1][1] == {"incident_id": "oracle-f0", "service": "checkoutservice"}
+
+
+def test_an_agent_without_a_tools_server_exits_1_naming_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from orchestrator.agents import runbook
+
+    monkeypatch.delenv("MARATHON_MCP_URL", raising=False)
+    monkeypatch.setenv("MARATHON_TOKEN", TOKEN)
+    monkeypatch.chdir(tmp_path)
+    assert runbook.main() == 1
+    assert "MARATHON_MCP_URL" in caplog.text
