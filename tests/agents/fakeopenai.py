@@ -89,7 +89,8 @@ def build_app(script: Script) -> Starlette:
             chunk = {**base, "object": "chat.completion.chunk"}
             deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
             if turn.tool_calls:
-                deltas += [{"tool_calls": [{"index": i, **call}]} for i, call in enumerate(message["tool_calls"])]
+                calls = enumerate(message["tool_calls"])
+                deltas += [{"tool_calls": [{"index": i, **call}]} for i, call in calls]
             else:
                 deltas += [{"content": part} for part in (turn.content[:3], turn.content[3:]) if part]
             for delta in deltas:
