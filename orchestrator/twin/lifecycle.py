@@ -1,4 +1,4 @@
-"""The scheduler and kubelet of the twin: placement, container starts, crashes, backoff, readiness.
+"""The kubelet of the twin: container starts, crashes, backoff, probes, deletion; binding via the scheduler.
 
 Container outcomes come from the runtime (``PodRuntime.verdict``); this module keeps what the kubelet
 keeps (restart counts, backoff timers, last termination, image caches) and writes pod status only when it
@@ -15,7 +15,6 @@ from orchestrator.twin.podstate import (
     BACKOFF_MAX_S,
     BACKOFF_RESET_S,
     CREATE_DELAY_S,
-    SCHEDULING_EVENT_EVERY_S,
     TERMINATION_S,
     ContainerTrack,
     PodTrack,
@@ -25,14 +24,13 @@ from orchestrator.twin.podstate import (
     image_size,
     probe_failure,
     probe_ready,
-    qos_class,
     terminated_state,
 )
 from orchestrator.twin.runtime_protocol import ContainerVerdict, PodRuntime
-from orchestrator.twin.scheduling import NodeSlot, place, slots, unschedulable_message
+from orchestrator.twin.scheduling import NodeSlot, Scheduler, slots
 from orchestrator.twin.store import NODES, PODS, Obj, Store
 from orchestrator.twin.timefmt import rfc3339
-from orchestrator.twin.workloads import controller_uid, object_key
+from orchestrator.twin.workloads import object_key
 
 
 class Kubelet:
@@ -48,8 +46,7 @@ class Kubelet:
         self._ids = derive(seed, "twin.container-ids")
         self._tracks: dict[str, PodTrack] = {}
         self._images: dict[str, set[str]] = {}  # node -> images present
-        self._next_ip: dict[str, int] = {}
-        self._unschedulable_noted: dict[str, float] = {}
+        self.scheduler = Scheduler(store, events)
         self._deleting: dict[str, float] = {}
 
     # -- deletion ---------------------------------------------------------------------------------
@@ -90,7 +87,7 @@ class Kubelet:
             self.store.delete(PODS, meta["namespace"], meta["name"])
         self._tracks.pop(meta["uid"], None)
         self._deleting.pop(meta["uid"], None)
-        self._unschedulable_noted.pop(meta["uid"], None)
+        self.scheduler.forget(meta["uid"])
         self.logbook.forget_pod(namespace=meta["namespace"], pod=meta["name"])
 
     # -- the step ---------------------------------------------------------------------------------
@@ -114,78 +111,18 @@ class Kubelet:
             del self._tracks[uid]
 
     def _schedule(self, pod: Obj, nodes: dict[str, NodeSlot], now: float) -> bool:
-        meta = pod["metadata"]
         verdicts = [self.runtime.verdict(pod, c, now) for c in pod["spec"].get("containers") or []]
-        owner = controller_uid(pod)
-        siblings = [
-            p
-            for p in self.store.values(PODS)
-            if owner is not None and controller_uid(p) == owner and p["spec"].get("nodeName")
-        ]
-        if pod["spec"].get("nodeName") in nodes:
-            node_name: str | None = pod["spec"]["nodeName"]
-            message = ""
-        elif all(v.schedulable for v in verdicts):
-            placement = place(pod, nodes, siblings)
-            node_name, message = placement.node, placement.message
-        else:
-            node_name = None
-            message = unschedulable_message(len(nodes), {"Insufficient memory": len(nodes)})
-        if node_name is None:
-            self._note_unschedulable(pod, message, now)
+        bound = self.scheduler.bind(pod, nodes, fits=all(v.schedulable for v in verdicts), now=now)
+        if bound is None:
             return False
-        ip = self._allocate_ip(node_name)
-        self._tracks[meta["uid"]] = PodTrack(
+        node_name, ip = bound
+        self._tracks[pod["metadata"]["uid"]] = PodTrack(
             scheduled_at=now,
             node=node_name,
             ip=ip,
             containers={c["name"]: ContainerTrack(image=c["image"]) for c in pod["spec"]["containers"]},
         )
-        bound = {**pod, "spec": {**pod["spec"], "nodeName": node_name}}
-        self.store.put(PODS, bound)
-        self.events.record(
-            involved=bound,
-            reason="Scheduled",
-            now=now,
-            component="default-scheduler",
-            message=f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}",
-        )
-        self._unschedulable_noted.pop(meta["uid"], None)
         return True
-
-    def _note_unschedulable(self, pod: Obj, message: str, now: float) -> None:
-        uid = pod["metadata"]["uid"]
-        last = self._unschedulable_noted.get(uid)
-        if last is None or now - last >= SCHEDULING_EVENT_EVERY_S:
-            self.events.record(
-                involved=pod,
-                reason="FailedScheduling",
-                now=now,
-                type_="Warning",
-                component="default-scheduler",
-                message=message,
-            )
-            self._unschedulable_noted[uid] = now
-        old_status = pod.get("status") or {}
-        old = next((c for c in old_status.get("conditions") or [] if c["type"] == "PodScheduled"), None)
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "lastProbeTime": None,
-            "lastTransitionTime": old["lastTransitionTime"] if old else rfc3339(now),
-            "reason": "Unschedulable",
-            "message": message,
-        }
-        status = {"phase": "Pending", "conditions": [condition], "qosClass": qos_class(pod)}
-        if status != old_status:
-            self.store.put(PODS, {**pod, "status": status})
-
-    def _allocate_ip(self, node_name: str) -> str:
-        node = self.store.get(NODES, "", node_name)
-        prefix = node["spec"]["podCIDR"].rsplit(".", 1)[0]
-        index = self._next_ip.get(node_name, 2)
-        self._next_ip[node_name] = index + 1 if index < 254 else 2
-        return f"{prefix}.{index}"
 
     # -- containers -------------------------------------------------------------------------------
     def _advance(self, pod: Obj, track: PodTrack, now: float) -> None:

@@ -7,7 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.twin.events import EventRecorder
+from orchestrator.twin.podstate import SCHEDULING_EVENT_EVERY_S, qos_class
+from orchestrator.twin.store import NODES, PODS, Store
+from orchestrator.twin.timefmt import rfc3339
 from orchestrator.twin.validation import parse_quantity
+from orchestrator.twin.workloads import controller_uid
 
 Obj = dict[str, Any]
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -142,3 +147,84 @@ def unschedulable_message(total: int, reasons: dict[str, int]) -> str:
         f"0/{total} nodes are available: {parts}. preemption: 0/{total} nodes are available: "
         f"{total} No preemption victims found for incoming pod."
     )
+
+
+class Scheduler:
+    """The default scheduler's part: bind a pod to a node (with its pod IP) or say why it cannot."""
+
+    def __init__(self, store: Store, events: EventRecorder) -> None:
+        self.store = store
+        self.events = events
+        self._next_ip: dict[str, int] = {}
+        self._noted: dict[str, float] = {}  # pod uid -> when FailedScheduling was last recorded
+
+    def forget(self, uid: str) -> None:
+        self._noted.pop(uid, None)
+
+    def bind(self, pod: Obj, nodes: dict[str, NodeSlot], *, fits: bool, now: float) -> tuple[str, str] | None:
+        """Bind ``pod`` and return (node, pod IP); or record why not and return None. ``fits`` is the
+        runtime's say on whether the pod fits any node at all."""
+        meta = pod["metadata"]
+        owner = controller_uid(pod)
+        siblings = [
+            p
+            for p in self.store.values(PODS)
+            if owner is not None and controller_uid(p) == owner and p["spec"].get("nodeName")
+        ]
+        if pod["spec"].get("nodeName") in nodes:
+            node_name: str | None = pod["spec"]["nodeName"]
+            message = ""
+        elif fits:
+            placement = place(pod, nodes, siblings)
+            node_name, message = placement.node, placement.message
+        else:
+            node_name = None
+            message = unschedulable_message(len(nodes), {"Insufficient memory": len(nodes)})
+        if node_name is None:
+            self._note_unschedulable(pod, message, now)
+            return None
+        bound = {**pod, "spec": {**pod["spec"], "nodeName": node_name}}
+        self.store.put(PODS, bound)
+        self.events.record(
+            involved=bound,
+            reason="Scheduled",
+            now=now,
+            component="default-scheduler",
+            message=f"Successfully assigned {meta['namespace']}/{meta['name']} to {node_name}",
+        )
+        self._noted.pop(meta["uid"], None)
+        return node_name, self._allocate_ip(node_name)
+
+    def _note_unschedulable(self, pod: Obj, message: str, now: float) -> None:
+        uid = pod["metadata"]["uid"]
+        last = self._noted.get(uid)
+        if last is None or now - last >= SCHEDULING_EVENT_EVERY_S:
+            self.events.record(
+                involved=pod,
+                reason="FailedScheduling",
+                now=now,
+                type_="Warning",
+                component="default-scheduler",
+                message=message,
+            )
+            self._noted[uid] = now
+        old_status = pod.get("status") or {}
+        old = next((c for c in old_status.get("conditions") or [] if c["type"] == "PodScheduled"), None)
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": old["lastTransitionTime"] if old else rfc3339(now),
+            "reason": "Unschedulable",
+            "message": message,
+        }
+        status = {"phase": "Pending", "conditions": [condition], "qosClass": qos_class(pod)}
+        if status != old_status:
+            self.store.put(PODS, {**pod, "status": status})
+
+    def _allocate_ip(self, node_name: str) -> str:
+        node = self.store.get(NODES, "", node_name)
+        prefix = node["spec"]["podCIDR"].rsplit(".", 1)[0]
+        index = self._next_ip.get(node_name, 2)
+        self._next_ip[node_name] = index + 1 if index < 254 else 2
+        return f"{prefix}.{index}"
