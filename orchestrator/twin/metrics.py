@@ -1,6 +1,6 @@
 """The series a real cluster's Prometheus would scrape, collected from the twin at one instant.
 
-Names and labels follow notes/series.md: OpenTelemetry span metrics, kube-state-metrics, cAdvisor and
+Names and labels follow alert_rules/SERIES.md: OpenTelemetry span metrics, kube-state-metrics, cAdvisor and
 datastore exporters. ``collect`` is pure over the objects and the model's accumulators.
 """
 
