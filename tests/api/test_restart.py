@@ -13,8 +13,11 @@ import yaml
 
 from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
+from orchestrator.cluster import ledger as ledger_module
+from orchestrator.cluster.client import CHAOS_GROUP, CHAOS_VERSION, KubeClient
 from tests.api.bundles import pending_in_ledger, unpack
-from tests.api.live import Server, events, start_run
+from tests.api.cluster import separate_cluster
+from tests.api.live import AUTH, Server, events, start_run
 
 
 def _alive(pid: int) -> bool:
@@ -89,3 +92,62 @@ def test_a_run_of_a_killed_server_is_interrupted_on_restart_and_leaves_no_fault(
         assert pending_in_ledger(ledger) == []
     finally:
         second.stop()
+
+
+def _chaos_objects(kubeconfig: Path, plurals: set[str]) -> list[str]:
+    client = KubeClient.from_kubeconfig(kubeconfig)
+    try:
+        return [
+            f"{plural}/{item['metadata']['name']}"
+            for plural in sorted(plurals)
+            for item in client.custom.list_namespaced_custom_object(
+                CHAOS_GROUP, CHAOS_VERSION, "chaos-mesh", plural
+            )["items"]
+        ]
+    finally:
+        client.close()
+
+
+@pytest.mark.slow
+def test_faults_a_killed_server_left_on_a_separate_cluster_are_reverted_there_on_restart(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "control"
+    # A realtime marathon of seconds: three faults due in the first ten, each lasting past the kill.
+    schedule = {"faults": 3, "delta_s": 2, "budget_s": 1, "injection_period_s": 10,
+                "observation_period_s": 20, "min_duration_s": 20, "max_duration_s": 30}  # fmt: skip
+    with separate_cluster(tmp_path / "cluster") as cluster:
+        body = {"backend": "kube", "kubeconfig": str(cluster.kubeconfig), "seed": 3,
+                "prometheus_url": cluster.prometheus_url, "schedule": schedule}  # fmt: skip
+        first = Server(data=data).start()
+        try:
+            with first.client() as client:
+                run_id = start_run(client, **body)
+                again = client.post(
+                    "/runs", json={"app": "online-boutique", "agent": "noop", **body}, headers=AUTH
+                )
+                assert again.status_code == 409 and run_id in again.json()["detail"]
+                injected = 0
+                for event in events(client, run_id):
+                    injected += event["type"] == "injected"
+                    if injected == 3:
+                        break
+            ledger = data / "runs" / run_id / "run" / "faults.ledger.jsonl"
+            handles = ledger_module.read(ledger)[1]
+            assert len(handles) == 3
+            chaos = {h.kind.lower() for h in handles if h.mechanism == "chaos"}
+            left = _chaos_objects(cluster.kubeconfig, chaos)
+            assert len(left) == sum(h.mechanism == "chaos" for h in handles)
+        finally:
+            first.kill9()
+
+        second = Server(data=data).start()
+        try:
+            with second.client() as client:
+                view = client.get(f"/runs/{run_id}").json()
+                assert view["status"] == "interrupted"
+                assert view["recovery"].startswith("3 reverted")
+        finally:
+            second.stop()
+        assert pending_in_ledger(ledger) == []
+        assert _chaos_objects(cluster.kubeconfig, chaos) == []
