@@ -43,7 +43,12 @@ MAX_PODS_PER_NODE = 110
 
 
 class Cluster:
-    """Everything the twin's Kubernetes side holds. Construct, ``apply_manifests``, then ``step``."""
+    """Everything the twin's Kubernetes side holds. Construct, ``apply_manifests``, then ``step``.
+
+    For the application model: ``store`` (plain dicts; read, never mutate), ``logbook`` (append lines),
+    ``events`` (record events), ``runtime`` (may be replaced before the first step), ``lock``, ``now``,
+    ``delete_pod`` (what a pod kill does).
+    """
 
     def __init__(
         self,
