@@ -8,6 +8,7 @@ caller and, for services (not datastores), a SERVER span on the callee.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 import statistics
@@ -18,7 +19,7 @@ from orchestrator.catalog.topology import Call, Service, ServiceKind, Topology
 from orchestrator.twin.model.chaos import Effects
 from orchestrator.twin.model.flags import FlagEffects
 from orchestrator.twin.model.registry import Build
-from orchestrator.twin.model.spans import CLIENT, ERROR, OK, SERVER, Span, SpanMetrics, Trace
+from orchestrator.twin.model.spans import BUCKETS_MS, CLIENT, ERROR, OK, SERVER, Span, SpanMetrics, Trace
 from orchestrator.twin.model.state import PodView
 from orchestrator.twin.model.symptoms import Reach
 
@@ -55,9 +56,10 @@ class PodCtx:
     busy: float = 0.0  # cores used by requests this step
     rho: float = 0.0  # utilisation: demand over available cores
 
-    @property
-    def name(self) -> str:
-        return self.view.name
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        self.name = self.view.name  # read on every call: a plain attribute, not a property
 
 
 @dataclass
@@ -111,7 +113,15 @@ class StepTraffic:
         return found
 
     def _observe(self, service: str, op: str, kind: str, ok: bool, ms: float) -> None:
-        self.spans.observe((service, op, kind, OK if ok else ERROR), ms, self.weight)
+        key = (service, op, kind, OK if ok else ERROR)
+        row = self.spans.series.get(key)
+        if row is None:
+            self.spans.observe(key, ms, self.weight)
+            return
+        weight = self.weight
+        row[0] += weight
+        row[1] += ms * weight
+        row[2 + bisect.bisect_left(BUCKETS_MS, ms)] += weight
 
     def call(
         self,
