@@ -260,7 +260,13 @@ class Store:
             return []
         if not self.changes or self.changes[0].resource_version > resource_version + 1:
             return None
-        return [c for c in self.changes if c.resource_version > resource_version]
+        found: builtins.list[Change] = []
+        for change in reversed(self.changes):  # newest first: the cost is the changes asked for, not the history
+            if change.resource_version <= resource_version:
+                break
+            found.append(change)
+        found.reverse()
+        return found
 
 
 def prune_nulls(value: Any) -> None:
