@@ -261,7 +261,8 @@ class Store:
         if not self.changes or self.changes[0].resource_version > resource_version + 1:
             return None
         found: builtins.list[Change] = []
-        for change in reversed(self.changes):  # newest first: the cost is the changes asked for, not the history
+        # Newest first: the cost is the number of changes asked for, not the length of the history.
+        for change in reversed(self.changes):
             if change.resource_version <= resource_version:
                 break
             found.append(change)
