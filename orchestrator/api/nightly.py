@@ -25,6 +25,47 @@ JOB_ID = "nightly-matrix"
 POLL_S = 0.5
 
 
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def _weekdays(field: str) -> str:
+    """Crontab's weekday field with numbers as day names (no side effects). Numeric items (``1``,
+    ``1-5``, ``*/2``, ``0-6/3``) are expanded to the days crontab means, Sunday = 0 or 7; names pass."""
+    if not any(ch.isdigit() for ch in field):
+        return field
+    days: set[int] = set()
+    for part in field.split(","):
+        span, _, step_text = part.partition("/")
+        step = int(step_text) if step_text.isdigit() else 1
+        if span == "*":
+            first, last = 0, 6
+        elif span.isdigit():
+            first = last = int(span)
+            if step_text:
+                last = 6
+        elif "-" in span and all(x.isdigit() for x in span.split("-", 1)):
+            first, last = (int(x) for x in span.split("-", 1))
+        else:
+            return field  # names: APScheduler reads them as crontab does
+        if not (0 <= first <= last <= 7 and step >= 1):
+            raise ValueError(f"weekday {part!r} is not an ascending range within 0-7")
+        days.update(day % 7 for day in range(first, last + 1, step))
+    return ",".join(_DAYS[day] for day in sorted(days))
+
+
+def crontab_trigger(expression: str, *, timezone: str) -> Any:
+    """A cron trigger with crontab's meaning: APScheduler 3 numbers weekdays from Monday = 0, crontab from
+    Sunday = 0, so numeric weekdays are passed by name. ``ValueError`` when it is not a crontab line."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError(f"expected 5 fields (minute hour day month weekday), got {len(fields)}")
+    minute, hour, day, month, weekday = fields
+    weekday = _weekdays(weekday)
+    return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=weekday, timezone=timezone)
+
+
 class NightlyConfig(BaseModel):
     """The nightly matrix: when, what (apps x agents x seeds), where, and how many at once."""
 
@@ -46,10 +87,8 @@ class NightlyConfig(BaseModel):
     @field_validator("cron")
     @classmethod
     def _crontab(cls, value: str) -> str:
-        from apscheduler.triggers.cron import CronTrigger
-
         try:
-            CronTrigger.from_crontab(value)
+            crontab_trigger(value, timezone="UTC")
         except ValueError as exc:
             raise ValueError(f"not a crontab expression: {exc}") from None
         return value
@@ -160,7 +199,6 @@ def start_scheduler(manager: RunManager, *, config_path: Path, db_url: str) -> A
     registry's database (replaced on every start, so an edited file takes effect)."""
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
     from apscheduler.schedulers.background import BackgroundScheduler
-    from apscheduler.triggers.cron import CronTrigger
 
     config = load_nightly(config_path)
     _SERVING["manager"] = manager
@@ -171,7 +209,7 @@ def start_scheduler(manager: RunManager, *, config_path: Path, db_url: str) -> A
     )
     scheduler.add_job(
         "orchestrator.api.nightly:scheduled_matrix",
-        CronTrigger.from_crontab(config.cron, timezone=config.timezone),
+        crontab_trigger(config.cron, timezone=config.timezone),
         args=[str(config_path.resolve())],
         id=JOB_ID,
         replace_existing=True,

@@ -57,6 +57,21 @@ def _is_worker(pid: int) -> bool:
         return False
 
 
+def owned_elsewhere(owner_pid: int | None) -> bool:
+    """Whether another control-plane process that is still alive follows the run (a server and a
+    ``nightly --once`` may share one registry)."""
+    if owner_pid is None or owner_pid == os.getpid():
+        return False
+    try:
+        with open(f"/proc/{owner_pid}/cmdline", "rb") as cmdline:
+            command = cmdline.read()
+        with open(f"/proc/{owner_pid}/stat", encoding="ascii", errors="replace") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z" and (b"marathon" in command or b"orchestrator" in command)
+
+
 def end_orphan_worker(pid: int | None) -> None:
     """A worker notices its server's death by itself; wait for that, and end it by its PID if it has not."""
     if pid is None:

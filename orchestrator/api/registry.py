@@ -64,6 +64,7 @@ runs = Table(
     Column("invocations", Integer, nullable=False, default=0),
     Column("firing", Integer, nullable=False, default=0),
     Column("worker_pid", Integer),
+    Column("owner_pid", Integer),  # the server (or nightly process) following the run
     Column("runner_run_id", String(128)),
     Column("reason", String(64)),
     Column("error", Text),
@@ -101,6 +102,7 @@ class RunRow:
     invocations: int
     firing: int
     worker_pid: int | None
+    owner_pid: int | None
     runner_run_id: str | None
     reason: str | None
     error: str | None
@@ -123,6 +125,7 @@ def _row(mapping: Any) -> RunRow:
         schedule_t=m["schedule_t"], active_faults=json.loads(m["active_faults"]),
         injections=m["injections"], reverts=m["reverts"], failures=m["failures"],
         invocations=m["invocations"], firing=m["firing"], worker_pid=m["worker_pid"],
+        owner_pid=m["owner_pid"],
         runner_run_id=m["runner_run_id"], reason=m["reason"], error=m["error"], recovery=m["recovery"],
         score=json.loads(m["score_json"]) if m["score_json"] else None, marathon_score=m["marathon_score"],
     )  # fmt: skip

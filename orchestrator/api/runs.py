@@ -4,6 +4,7 @@ thread that keeps the registry, the metrics and the live event log up to date.
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from typing import Any
 from orchestrator.api.events import EventLog, ServiceTail
 from orchestrator.api.metrics import Metrics
 from orchestrator.api.models import RunRequest
-from orchestrator.api.recovery import RUN_DIR, recover_run
+from orchestrator.api.recovery import RUN_DIR, owned_elsewhere, recover_run
 from orchestrator.api.registry import Registry, RunRow
 from orchestrator.api.workers import Worker, start_worker
 from orchestrator.errors import Problem
@@ -103,6 +104,8 @@ class RunManager:
         """Mark the runs a dead server left active as interrupted, and revert or settle their faults."""
         recovered = []
         for row in self.registry.active():
+            if owned_elsewhere(row.owner_pid):
+                continue  # another live server or nightly process follows it
             outcome = recover_run(row.home, backend=row.backend, worker_pid=row.worker_pid)
             self.registry.update(
                 row.id, status="interrupted", ended_at=wall_now(), reason="interrupted",
@@ -141,7 +144,7 @@ class RunManager:
                         tail=ServiceTail(home / RUN_DIR / BUNDLE_DIR / "service.jsonl"))  # fmt: skip
             self.live[run_id] = live
             self._logs[run_id] = log
-        self.registry.update(run_id, status="running", worker_pid=worker.pid)
+        self.registry.update(run_id, status="running", worker_pid=worker.pid, owner_pid=os.getpid())
         self.metrics.active_runs.inc()
         log.append({"type": "started", "app": config.app, "agent": config.agent_name, "seed": config.seed})
         threading.Thread(target=self._follow, args=(live,), daemon=True, name=f"run-{run_id}").start()

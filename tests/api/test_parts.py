@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from orchestrator.api.commands import is_loopback
 from orchestrator.api.events import EventLog, ServiceTail
 from orchestrator.api.leaderboard import leaderboard_rows
+from orchestrator.api.metrics import Metrics
 from orchestrator.api.models import RunRequest, ScheduleOverrides
+from orchestrator.api.nightly import JOB_ID, crontab_trigger, start_scheduler
 from orchestrator.api.recovery import settle_ledger
 from orchestrator.api.registry import Registry, RunRow, TargetBusy
-from orchestrator.api.runs import config_for, config_problems, request_field
+from orchestrator.api.runs import RunManager, config_for, config_problems, request_field
 from orchestrator.cli import main
 from orchestrator.cluster import ledger
 from orchestrator.cluster.mechanisms import Handle
@@ -156,3 +161,61 @@ def test_serving_beyond_loopback_needs_a_token(tmp_path: Path, monkeypatch: pyte
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
     assert main(["serve", "--host", "0.0.0.0", "--data", str(tmp_path), "--no-nightly"]) == 2
+
+
+def test_start_up_recovery_leaves_runs_another_live_process_follows_and_interrupts_the_rest(
+    tmp_path: Path,
+) -> None:
+    registry = Registry(f"sqlite:///{tmp_path / 'r.sqlite'}")
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "orchestrator"])
+    try:
+        for run_id, owner_pid in (("followed", owner.pid), ("orphaned", None)):
+            (tmp_path / run_id).mkdir()
+            registry.create(fields={**_fields(run_id, target=f"twin:{run_id}"), "home": tmp_path / run_id})
+            registry.update(run_id, status="running", owner_pid=owner_pid)
+        manager = RunManager(registry=registry, metrics=Metrics(), data_dir=tmp_path, max_active=1)
+        assert [r.id for r in manager.recover()] == ["orphaned"]
+        orphaned = registry.get("orphaned")
+        assert orphaned is not None and orphaned.status == "interrupted"
+        assert orphaned.recovery is not None and "no fault was ever planned" in orphaned.recovery
+        assert [r.id for r in registry.active()] == ["followed"]
+    finally:
+        owner.kill()
+        owner.wait()
+    assert [r.id for r in manager.recover()] == ["followed"]
+    assert registry.active() == []
+
+
+def test_the_nightly_job_is_kept_in_the_registry_database_with_its_cron_trigger(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    config = tmp_path / "nightly.yaml"
+    config.write_text(
+        "cron: '30 3 * * 1'\napps: [online-boutique]\nagents: [noop]\nseeds: [1]\n", encoding="utf-8"
+    )
+    manager = RunManager(registry=Registry(url), metrics=Metrics(), data_dir=tmp_path, max_active=1)
+    scheduler = start_scheduler(manager, config_path=config, db_url=url)
+    try:
+        job = scheduler.get_job(JOB_ID)
+        assert (job.next_run_time.weekday(), job.next_run_time.hour, job.next_run_time.minute) == (0, 3, 30)
+    finally:
+        scheduler.shutdown(wait=False)
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        stored = connection.execute(text("SELECT id FROM nightly_jobs")).scalars().all()
+    assert stored == [JOB_ID]
+
+
+@pytest.mark.parametrize(
+    ("weekday", "days"),
+    [("1", "mon"), ("0", "sun"), ("7", "sun"), ("1-5", "mon,tue,wed,thu,fri"), ("*/2", "sun,tue,thu,sat"),
+     ("1-5/2", "mon,wed,fri"), ("6,0", "sun,sat"), ("mon-fri", "mon-fri"), ("*", "*")],
+)  # fmt: skip
+def test_crontab_weekdays_keep_their_crontab_meaning(weekday: str, days: str) -> None:
+    trigger = crontab_trigger(f"0 2 * * {weekday}", timezone="UTC")
+    assert str(trigger.fields[4]) == days
+
+
+def test_a_weekday_beyond_seven_or_a_descending_range_is_not_a_crontab(tmp_path: Path) -> None:
+    for weekday in ("9", "5-1"):
+        with pytest.raises(ValueError, match="ascending range within 0-7"):
+            crontab_trigger(f"0 2 * * {weekday}", timezone="UTC")
