@@ -39,13 +39,16 @@ def write_json_atomically(path: Path, value: Any) -> None:
     """Replace ``path`` in one step, so an agent never reads half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(value, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    # Compact: the C encoder, which an indented dump cannot use, keeps rewriting the history cheap.
+    temporary.write_text(json.dumps(value, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
     os.replace(temporary, path)
 
 
-def alert_history_document(history: Sequence[AlertRecord]) -> list[dict[str, Any]]:
-    """The inbox form: every alert state so far in order; the latest entry per ``alert_id`` is its truth."""
-    return [record.model_dump(mode="json", exclude={"v", "kind"}) for record in history]
+def inbox_entry(record: AlertRecord) -> dict[str, Any]:
+    """One alert state as the inbox lists it: the bundle record's fields (no side effects).
+
+    The inbox is the list of every state so far, in order; the latest entry per ``alert_id`` is its truth."""
+    return record.model_dump(mode="json", exclude={"v", "kind"})
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Observer:
     record: Callable[[Record], object]
     emit: Callable[[dict[str, Any]], None]
     history: list[AlertRecord] = field(default_factory=list)
+    inbox: list[dict[str, Any]] = field(default_factory=list)  # the history in the inbox's form
     firing: dict[str, AlertRecord] = field(default_factory=dict)
     service_until: float = 0.0
     _probe_until: dict[str, float] = field(default_factory=dict)
@@ -77,6 +81,7 @@ class Observer:
         for alert in added:
             self.record(alert)
             self.history.append(alert)
+            self.inbox.append(inbox_entry(alert))
             if alert.ends_at is None:
                 self.firing[alert.alert_id] = alert
             else:

@@ -21,7 +21,7 @@ from orchestrator.bundle.records import Invocation, RunEnded
 from orchestrator.run.config import RunConfig
 from orchestrator.run.faults import FaultDriver, LiveFault
 from orchestrator.run.invoking import AgentProcess, agent_environment
-from orchestrator.run.observing import Observer, alert_history_document, oracle_truth, write_json_atomically
+from orchestrator.run.observing import Observer, oracle_truth, write_json_atomically
 from orchestrator.run.plan import RunPlan
 from orchestrator.run.world import World
 from orchestrator.schedule import Activation
@@ -160,7 +160,7 @@ class Session:
             self.wall[what] = self.wall.get(what, 0.0) + time.perf_counter() - began
 
     def _invoke(self, k: int) -> None:
-        write_json_atomically(self.inbox, alert_history_document(self.observer.history))
+        write_json_atomically(self.inbox, self.observer.inbox)
         if self.agent is None:
             return  # a no-action baseline: nothing is started
         if self.config.agent_name == ORACLE:
