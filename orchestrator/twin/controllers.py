@@ -97,7 +97,8 @@ class WorkloadControllers:
             owned.append(new_rs)
         elif new_rs is not None and revision(new_rs) < max_revision:
             new_rs = self._bump_revision(deployment, new_rs, max_revision + 1, surge)
-        old = [r for r in owned if r is not new_rs]
+        new_uid = new_rs["metadata"]["uid"] if new_rs is not None else None
+        old = [r for r in owned if r["metadata"]["uid"] != new_uid]  # by uid: new_rs may be a newer version
         if new_rs is not None and not spec.get("paused"):
             if (spec.get("strategy") or {}).get("type") == "Recreate":
                 self._recreate(deployment, new_rs, old, replicas, now)

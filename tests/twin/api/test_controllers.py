@@ -324,3 +324,22 @@ def test_repeated_events_aggregate_and_old_ones_expire() -> None:
     cluster.store.delete(DEPLOYMENTS, NAMESPACE, "cart")
     run(cluster, 3700)
     assert cluster.store.list(EVENTS, NAMESPACE) == []
+
+
+def test_rolling_back_a_stuck_rollout_keeps_the_serving_pod() -> None:
+    cluster = fresh(
+        ScriptedRuntime(crashing={"shop/frontend:1.1"}), deployment("web", image="shop/frontend:1.0")
+    )
+    run(cluster, 20)
+    serving = pods_of(cluster, "web")[0]["metadata"]["name"]
+    set_template(cluster, "web", lambda t: t["spec"]["containers"][0].update(image="shop/frontend:1.1"))
+    run(cluster, 60)
+    assert len(pods_of(cluster, "web")) == 2  # the new pod crash-loops; maxUnavailable 0 keeps the old one
+    set_template(cluster, "web", lambda t: t["spec"]["containers"][0].update(image="shop/frontend:1.0"))
+    run(cluster, 15)
+    assert [p["metadata"]["name"] for p in pods_of(cluster, "web")] == [serving]
+    replicas = {
+        r["metadata"]["annotations"][REVISION]: r["spec"]["replicas"]
+        for r in cluster.store.list(REPLICASETS, NAMESPACE)
+    }
+    assert replicas == {"3": 1, "2": 0}
