@@ -19,6 +19,7 @@ NODE_CORES = 8.0
 NODE_MEMORY = 32.0 * 1024**3
 # How long a liveness probe on a port nobody listens on takes to get the container killed.
 LIVENESS_GRACE_S = 30.0
+MAX_CACHED_VIEWS = 4096
 
 
 class ModelRuntime:
@@ -39,6 +40,8 @@ class ModelRuntime:
 
     def _view(self, pod: dict[str, Any]) -> PodView:
         shot = self.model.snapshot
+        if len(self._views) > MAX_CACHED_VIEWS:
+            self._views.clear()  # deleted pods leave their views behind; start afresh now and then
         return self._views.view(
             pod,
             workload=self._workload(pod),

@@ -259,6 +259,12 @@ class ViewCache:
         self._views[uid] = (key, view)
         return view
 
+    def __len__(self) -> int:
+        return len(self._views)
+
+    def clear(self) -> None:
+        self._views.clear()
+
     def keep(self, uids: set[str]) -> None:
         for uid in [u for u in self._views if u not in uids]:
             del self._views[uid]
