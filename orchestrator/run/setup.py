@@ -145,6 +145,7 @@ def open_session(
             if command
             else None
         )
+        world.begin()
         yield Session(
             config=config, plan=plan, world=world, journal=journal, driver=driver, observer=observer,
             agent=agent, endpoints=endpoints, run_dir=run_dir, stop=stop, emit=emit, progress=progress,

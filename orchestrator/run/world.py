@@ -40,6 +40,9 @@ class World(Protocol):
 
     def settle(self) -> None: ...
 
+    def begin(self) -> None:
+        """Start the clock (once everything else of the run is ready)."""
+
     def client(self) -> KubeClient: ...
 
     def stop(self) -> None: ...
@@ -59,6 +62,13 @@ class TwinWorld:
     @property
     def traces_url(self) -> str | None:
         return self.running.url
+
+    def begin(self) -> None:
+        # The twin is served stepped and frozen at time 0 until the run is ready; a realtime run's world
+        # starts moving only now, so schedule time 0 is the start of the loop, not of the setup.
+        if not self.frozen and self.running.twin.mode != "realtime":
+            self.running.twin.mode = "realtime"
+            self.running.twin.start_clock()
 
     def now_s(self) -> float:
         return self.running.twin.now
@@ -109,7 +119,7 @@ def start_twin_world(*, app: str, seed: int, run_dir: Path, clock: str, speed: f
             app,
             seed=seed,
             kubeconfig=run_dir / "kubeconfig",
-            clock="stepped" if clock == "stepped" else "realtime",
+            clock="stepped",  # a realtime world is started by ``begin``
             speed=speed,
             remote_write_url=prometheus.remote_write_url,
         )
@@ -143,6 +153,9 @@ class KubeWorld:
 
     def settle(self) -> None:
         time.sleep(REALTIME_SETTLE_S)
+
+    def begin(self) -> None:
+        return None  # a real cluster's clock always runs; schedule time counts from the connection
 
     def client(self) -> KubeClient:
         if self._client is None:

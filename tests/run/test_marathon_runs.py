@@ -154,3 +154,20 @@ def test_sigterm_stops_the_run_early_reverting_every_fault_and_sealing(tmp_path:
     assert live <= closed
     assert verify_bundle(result.bundle_dir).ok
     assert "marathon_score" in result.score
+
+
+def test_a_realtime_twin_run_invokes_the_agent_at_each_boundary_once_its_world_gets_there(
+    tmp_path: Path,
+) -> None:
+    config = _config(
+        tmp_path, "realtime", agent_cmd="true", clock="realtime", speed=60.0, faults=1, delta_s=60,
+        budget_s=5.0, injection_period_s=120, observation_period_s=60, baseline=False,
+    )  # fmt: skip
+    result = run_marathon(config)
+    bundle = read_bundle(result.bundle_dir)
+    starts = [i.start_s for i in bundle.invocations]
+    assert len(starts) == 3
+    assert all(start >= 60.0 * n for n, start in enumerate(starts, start=1))
+    assert starts == sorted(starts)
+    assert bundle.manifest.schedule_params["clock"] == "realtime"
+    assert verify_bundle(result.bundle_dir).ok
