@@ -91,7 +91,10 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
             raise KeyboardInterrupt
         stop.set()
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # A signal the embedding process chose to ignore (a control plane's worker ignores the terminal's
+    # Ctrl-C and is stopped through ``stop``) stays ignored.
+    watched = [sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is not signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, handler) for sig in watched}
     try:
         yield
     finally:

@@ -119,7 +119,8 @@ class Session:
             for fault in live:
                 if fault.activation.end_s <= t_k and fault.fault_id not in self.driver.failed_reverts:
                     self.driver.revert(fault.fault_id)
-                    self.observer.end_fault(fault.fault_id)
+                    if fault.fault_id not in self.driver.live:  # a failed revert keeps it live and sampled
+                        self.observer.end_fault(fault.fault_id)
             while due and due[0].at_s <= t_k:
                 started = self.driver.inject(due.pop(0))
                 if started is not None:

@@ -1,0 +1,130 @@
+"""The fault driver journals ground truth on injection, failed injections, and every kind of revert."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
+from orchestrator.catalog.loading import load_catalog
+from orchestrator.cluster.applying import Injected, InjectFailed
+from orchestrator.cluster.mechanisms import Handle
+from orchestrator.errors import RevertError
+from orchestrator.run.faults import FaultDriver, fault_id_of
+from orchestrator.schedule import Activation
+
+CATALOG = load_catalog("online-boutique")
+
+
+@dataclass
+class FakeApplier:
+    """Stands in for the cluster: injections succeed unless listed, reverts answer from a script."""
+
+    failing: set[str] = field(default_factory=set)
+    revert_script: dict[str, list[Any]] = field(default_factory=dict)
+    active: dict[str, Handle] = field(default_factory=dict)
+
+    def inject(self, entry: Any, *, fault_id: str) -> Injected | InjectFailed:
+        handle = Handle(fault_id=fault_id, entry_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
+                        namespace="online-boutique", name=entry.target, field="image", pre_value="img:1",
+                        injected_value="img:2")  # fmt: skip
+        if entry.id in self.failing:
+            return InjectFailed(fault_id, "the API refused the patch", handle)
+        self.active[fault_id] = handle
+        return Injected(handle)
+
+    def revert(self, fault_id: str) -> str:
+        answer = self.revert_script.get(fault_id, ["reverted"]).pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        del self.active[fault_id]
+        return str(answer)
+
+    def revert_all(self) -> dict[str, str]:
+        results = {}
+        for fault_id in reversed(list(self.active)):
+            try:
+                results[fault_id] = self.revert(fault_id)
+            except RevertError as exc:
+                results[fault_id] = f"FAILED: {exc}"
+        return results
+
+
+def _driver(applier: FakeApplier) -> tuple[FaultDriver, list[Record], list[dict[str, Any]]]:
+    records: list[Record] = []
+    events: list[dict[str, Any]] = []
+    driver = FaultDriver(
+        applier=applier,  # type: ignore[arg-type]
+        catalog=CATALOG, namespace="online-boutique", record=records.append, now_s=lambda: 240.0,
+        emit=events.append, warn=lambda message: None,
+    )  # fmt: skip
+    return driver, records, events
+
+
+def _activation(index: int, entry_id: str) -> Activation:
+    entry = CATALOG.by_id[entry_id]
+    return Activation(
+        index=index, arrival=index, at_s=240, duration_s=360, entry_id=entry_id, category=entry.category,
+        mechanism=str(entry.mechanism), target=entry.target,
+    )  # fmt: skip
+
+
+def test_an_injection_journals_its_ground_truth_with_the_scope_from_the_topology() -> None:
+    driver, records, events = _driver(FakeApplier())
+    entry = CATALOG.entries[0]
+    live = driver.inject(_activation(3, entry.id))
+    assert live is not None and live.fault_id == fault_id_of(_activation(3, entry.id)) == "f003"
+    (truth,) = records
+    assert isinstance(truth, FaultInjected)
+    assert truth.catalog_id == entry.id
+    assert truth.culprits == sorted(entry.culprits)
+    assert truth.artifact == entry.artifact
+    assert truth.scope == sorted(CATALOG.scope(entry))
+    assert (truth.inject_s, truth.planned_revert_s) == (240.0, 600.0)
+    assert (truth.pre_value, truth.injected_value) == ("img:1", "img:2")
+    assert events[0]["type"] == "injected"
+
+
+def test_a_failed_injection_is_journaled_as_failed_and_not_kept_live() -> None:
+    entry = CATALOG.entries[1]
+    driver, records, events = _driver(FakeApplier(failing={entry.id}))
+    assert driver.inject(_activation(0, entry.id)) is None
+    assert [type(r) for r in records] == [FaultInjected, FaultFailed]
+    assert "refused" in records[1].error  # type: ignore[union-attr]
+    assert not driver.live
+    assert events[-1]["type"] == "failed"
+
+
+def test_a_revert_that_fails_keeps_the_fault_live_until_the_final_revert_succeeds() -> None:
+    entry = CATALOG.entries[2]
+    applier = FakeApplier(revert_script={"f000": [RevertError("API down"), "reverted"]})
+    driver, records, _ = _driver(applier)
+    driver.inject(_activation(0, entry.id))
+    driver.revert("f000")
+    assert "f000" in driver.live
+    failed = records[-1]
+    assert isinstance(failed, FaultReverted) and failed.outcome == "failed" and "API down" in failed.detail
+    assert driver.revert_all() == []
+    closed = records[-1]
+    assert isinstance(closed, FaultReverted) and closed.outcome == "reverted"
+    assert not driver.live
+
+
+def test_a_value_the_agent_changed_ends_the_fault_without_being_overwritten() -> None:
+    entry = CATALOG.entries[3]
+    driver, records, _ = _driver(FakeApplier(revert_script={"f000": ["changed_by_agent"]}))
+    driver.inject(_activation(0, entry.id))
+    driver.revert("f000")
+    closed = records[-1]
+    assert isinstance(closed, FaultReverted)
+    assert closed.outcome == "already_restored"
+    assert "agent" in closed.detail
+
+
+def test_faults_that_cannot_be_reverted_at_the_end_are_named() -> None:
+    entry = CATALOG.entries[4]
+    failure = RevertError("still there")
+    driver, _, _ = _driver(FakeApplier(revert_script={"f000": [failure, failure]}))
+    driver.inject(_activation(0, entry.id))
+    left = driver.revert_all()
+    assert len(left) == 1 and left[0].startswith("f000: FAILED")
