@@ -10,20 +10,21 @@ from typing import Any
 
 from orchestrator.twin.model.engine import AppModel
 from orchestrator.twin.model.logging import start_message
-from orchestrator.twin.model.state import PodView, ViewCache, container_spec, cpu_cores, memory_bytes
+from orchestrator.twin.model.state import PodView, ViewCache, container_spec
 from orchestrator.twin.model.symptoms import probe_ok
 from orchestrator.twin.runtime_protocol import ContainerVerdict
 
-# What one node offers (the Cluster's default node size): larger requests stay Pending.
-NODE_CORES = 8.0
-NODE_MEMORY = 32.0 * 1024**3
 # How long a liveness probe on a port nobody listens on takes to get the container killed.
 LIVENESS_GRACE_S = 30.0
 MAX_CACHED_VIEWS = 4096
 
 
 class ModelRuntime:
-    """``PodRuntime`` over an ``AppModel``; pure reads of the pod and the model's last step."""
+    """``PodRuntime`` over an ``AppModel``; pure reads of the pod and the model's last step.
+
+    Placement (requests against node capacity) is the scheduler's: the runtime never says unschedulable,
+    so the scheduler's own reason (Insufficient cpu or memory) is what the events show.
+    """
 
     def __init__(self, model: AppModel) -> None:
         self.model = model
@@ -55,11 +56,6 @@ class ModelRuntime:
         image = str(container.get("image", ""))
         if model.registry.lookup(image) is None:
             return ContainerVerdict(image_known=False, starts=False, ready=False)
-        requests = (container.get("resources") or {}).get("requests") or {}
-        if (cpu_cores(requests.get("cpu")) or 0.0) > NODE_CORES or (
-            memory_bytes(requests.get("memory")) or 0.0
-        ) > NODE_MEMORY:
-            return ContainerVerdict(schedulable=False, starts=False, ready=False)
         view = self._view(pod)
         name = str(container.get("name", ""))
         failure = model.start_failure_of(view, name)

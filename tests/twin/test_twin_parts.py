@@ -40,13 +40,6 @@ def test_an_image_no_registry_holds_cannot_be_pulled() -> None:
     assert not verdict.image_known and not verdict.starts
 
 
-def test_requests_larger_than_any_node_stay_unschedulable() -> None:
-    runtime, pods = _runtime()
-    pod = pod_of(pods, "recommendationservice")
-    container(pod)["resources"]["requests"]["memory"] = "64Gi"
-    assert not runtime.verdict(pod, container(pod), 20.0).schedulable
-
-
 def test_a_cleared_address_exits_at_start_with_the_services_own_message() -> None:
     runtime, pods = _runtime()
     pod = pod_of(pods, "recommendationservice")
