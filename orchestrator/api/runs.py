@@ -22,6 +22,7 @@ from orchestrator.api.workers import Worker, start_worker
 from orchestrator.errors import Problem
 from orchestrator.run.config import RunConfig, make_config
 from orchestrator.run.finishing import BUNDLE_DIR
+from orchestrator.run.plan import make_plan
 from orchestrator.run.runner import preflight
 
 POLL_S = 0.5
@@ -44,7 +45,7 @@ def wall_now() -> str:
 
 def config_for(request: RunRequest, *, home: Path, runs_root: Path) -> RunConfig:
     """The runner's configuration of an API request; ``ConfigError`` names every bad field (no side
-    effects besides none: the run directory is only named here)."""
+    effects: the run directory is only named here)."""
     overrides = request.schedule.model_dump(exclude_none=True)
     clock = request.clock or ("realtime" if request.backend == "kube" else "stepped")
     delta = overrides.get("delta_s", 120)
@@ -60,6 +61,7 @@ def config_for(request: RunRequest, *, home: Path, runs_root: Path) -> RunConfig
 def request_field(problem_field: str) -> list[str]:
     """Where a runner configuration field sits in the request body (for 422 locations)."""
     head = problem_field.split(".")[0]
+    head = {"fault_count": "faults"}.get(head, head)  # the schedule planner's name of the field
     if head in SCHEDULE_FIELDS:
         return ["body", "schedule", head]
     return ["body", head]
@@ -126,6 +128,7 @@ class RunManager:
         home = self.runs_root / run_id
         config = config_for(request, home=home, runs_root=self.runs_root)
         preflight(config)
+        make_plan(config)  # catalog and schedule problems are the request's, answered before any start
         with self._lock:
             if sum(1 for live in self.live.values() if not live.done.is_set()) >= self.max_active:
                 raise TooManyRuns(f"{self.max_active} runs are active; stop one or wait")
