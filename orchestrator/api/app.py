@@ -150,9 +150,11 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         start = _last_event_id(request)
 
         async def stream() -> AsyncIterator[dict[str, str]]:
-            seq = start
+            current, seq = log, start
             while True:
-                events, closed = log.since(seq)
+                if not runs.follows(run_id):  # another process appends to its file: read it again
+                    current = runs.events(await asyncio.to_thread(found, run_id))
+                events, closed = current.since(seq)
                 for event in events:
                     yield {"event": str(event.get("type", "message")), "id": str(event["seq"]),
                            "data": json.dumps(event, sort_keys=True)}  # fmt: skip

@@ -172,12 +172,19 @@ class RunManager:
         return True if live is None else live.done.wait(timeout)
 
     def events(self, row: RunRow) -> EventLog:
+        """The run's event log: the live one this process appends to, or what its file holds. A run that
+        another process follows (a ``nightly --once`` sharing the registry) is read afresh each time."""
         with self._lock:
             log = self._logs.get(row.id)
             if log is None:
                 log = EventLog.load(row.home, closed=not row.active)
-                self._logs[row.id] = log
+                if not row.active:
+                    self._logs[row.id] = log
             return log
+
+    def follows(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self._logs
 
     def shutdown(self, *, timeout: float = 120.0) -> None:
         """Stop every run gracefully and wait for them (the server is going down on purpose)."""

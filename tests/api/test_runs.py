@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from orchestrator.api.events import EventLog
+from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
 from tests.api.bundles import pending_in_ledger, unpack, unreverted
 from tests.api.live import AUTH, Server, events, start_run, wait_ended
@@ -120,3 +124,32 @@ def test_mutations_need_the_token_and_unknown_runs_are_404(server: Server) -> No
                      "/runs/nope/report"):  # fmt: skip
             assert client.get(path).status_code == 404, path
         assert client.get("/healthz").json()["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_the_events_of_a_run_another_process_follows_are_streamed_from_its_file(server: Server) -> None:
+    registry = Registry(f"sqlite:///{server.data / 'registry.sqlite'}")
+    home = server.data / "runs" / "elsewhere"
+    home.mkdir(parents=True)
+    fields = {"id": "elsewhere", "app": "online-boutique", "seed": 1, "agent": "noop", "backend": "twin",
+              "clock": "stepped", "target": "twin:elsewhere", "source": "nightly", "config_json": {},
+              "home": home, "created_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    registry.create(fields=fields)
+    registry.update("elsewhere", status="running")
+    log = EventLog(home=home)
+    log.append({"type": "started"})
+    received: list[str] = []
+
+    def follow() -> None:
+        with server.client() as client:
+            received.extend(e["type"] for e in events(client, "elsewhere", timeout=30))
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    time.sleep(1.0)
+    log.append({"type": "injected", "fault_id": "f000", "t": 120.0})
+    registry.update("elsewhere", status="finished")
+    log.append({"type": "finished", "status": "finished"})
+    reader.join(timeout=30)
+    assert not reader.is_alive()
+    assert received == ["started", "injected", "finished"]
