@@ -81,7 +81,7 @@ class ModelRuntime:
             if dies is not None:
                 return ContainerVerdict(exit_reason=dies[0], exit_message=dies[1], ready=False, exit_code=137)
         warm = service is None or started is None or now - started >= service.model.startup_s
-        failing = view.name in model.effects.failing
+        failing = view.name in model.effects.failing or view.name in model.saturated
         return ContainerVerdict(ready=probe_ok(spec) and warm and not failing)
 
     def _dies(self, view: PodView, name: str, started: float, now: float) -> tuple[str, str] | None:

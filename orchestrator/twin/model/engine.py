@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from orchestrator.catalog.topology import Call, Service, ServiceKind, Topology
 from orchestrator.rng import derive
 from orchestrator.twin.model import chaos as chaos_effects
+from orchestrator.twin.model import messages
 from orchestrator.twin.model.chaos import Effects
 from orchestrator.twin.model.flags import FlagEffects, flag_effects
 from orchestrator.twin.model.logging import PodLogger
@@ -29,6 +30,9 @@ from orchestrator.twin.model.traffic import OVERLOAD_UTILISATION, PodCtx, StepTr
 PLAY_BUDGET = 32
 TRACE_EVERY = 5
 IDLE_CORES = 0.002
+# What a runtime burns with no requests at all (GC, JIT, schedulers, health checks), in cores: a CPU
+# limit has to leave room for it before any request is served.
+RUNTIME_CORES = {"java": 0.04, "dotnet": 0.015, "node": 0.008, "python": 0.008, "go": 0.004}
 # After this long without endpoints a client's connection pool has given up: its errors change wording.
 LONG_OUTAGE_S = 30.0
 LOADGEN_CALLER = Service(name="external-client", language="Python", image="external")
@@ -98,6 +102,11 @@ class AppModel:
         self.step_seconds = step_seconds
         self.services = {s.name: s for s in topology.services}
         self.index = TopologyIndex(topology)
+        self.runtime_cores = {
+            s.name: RUNTIME_CORES.get(messages.idiom(s.language), IDLE_CORES)
+            for s in topology.services
+            if s.kind is not ServiceKind.DATASTORE and s.kind is not ServiceKind.QUEUE
+        }
         self.callers: dict[str, set[str]] = {}
         for caller, callee, _critical in topology.edges():
             self.callers.setdefault(callee, set()).add(caller)
@@ -115,6 +124,8 @@ class AppModel:
         self.snapshot: Snapshot | None = None
         self.killed: set[str] = set()
         self.down_since: dict[str, float] = {}
+        # Pods whose CPU could not keep up last step: their health checks time out, so they are not ready.
+        self.saturated: set[str] = set()
         self.routes = [(r, Call(to=topology.entry_point, op=r.name, calls=r.calls)) for r in topology.routes]
         self.expected: list[dict[str, float]] = []
         for _route, root in self.routes:
@@ -152,6 +163,8 @@ class AppModel:
             for name, calls in per.items():
                 load[name] = load.get(name, 0.0) + n * calls / self.step_seconds
         serving: dict[str, list[PodCtx]] = {}
+        saturated: set[str] = set()
+        self.saturated = saturated
         for name, service in self.services.items():
             ctxs: list[PodCtx] = []
             for pod in _ready(shot, name):
@@ -173,9 +186,11 @@ class AppModel:
                 )
             for ctx in ctxs:
                 ctx.rps = load.get(name, 0.0) / len(ctxs)
-                demand = ctx.rps * ctx.cpu_ms / 1000.0
+                demand = ctx.rps * ctx.cpu_ms / 1000.0 + self.runtime_cores.get(name, IDLE_CORES)
                 rho = demand / ctx.capacity
                 ctx.rho = rho
+                if rho >= 1.0:
+                    saturated.add(ctx.name)
                 ctx.busy = min(demand, ctx.capacity)
                 # Under a CPU quota below one core a request runs at the quota's pace (CFS throttling).
                 service_ms = ctx.cpu_ms / min(1.0, ctx.capacity)
@@ -210,7 +225,7 @@ class AppModel:
                     else 0.0
                 )
                 limit = spec.cpu_limit
-                cores = IDLE_CORES + (ctx.busy if ctx else 0.0) + stress
+                cores = (ctx.busy if ctx else IDLE_CORES) + stress
                 if limit is not None:
                     cores = min(cores, limit)
                 usage.cpu_seconds += cores * dt

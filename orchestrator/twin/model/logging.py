@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from orchestrator.twin.model.engine import AppModel
     from orchestrator.twin.model.traffic import PodCtx
 
-# Lines per (pod, cause) and step: enough for ">= 10 error log events per minute", bounded under storms.
+# Lines per (pod, cause, op) and step: enough for ">= 10 error log events per minute", bounded under storms.
 MAX_LINES_PER_CAUSE = 4
 INFO_EVERY_SECONDS = 30.0
 
@@ -71,7 +71,7 @@ class PodLogger:
         self.services = {s.name: s for s in topology.services}
         self.topology_hosts = {alias: s.name for s in topology.services for alias in (s.name, *s.aliases)}
         self.now = 0.0
-        self._counts: dict[tuple[str, str], int] = {}
+        self._counts: dict[tuple[str, str, str], int] = {}
         self._seq: dict[str, int] = {}
         self._started: set[tuple[str, str, float]] = set()
         self._fatal: set[tuple[str, str, int]] = set()
@@ -103,7 +103,7 @@ class PodLogger:
         """A failed call as its caller logs it (or, for ``code_error``, the fault build's own message)."""
         if pod is None:
             return
-        key = (pod.name, cause)
+        key = (pod.name, cause, op)
         count = self._counts.get(key, 0)
         if count >= MAX_LINES_PER_CAUSE:
             return
@@ -185,7 +185,7 @@ class PodLogger:
         self._started = {k for k in self._started if k[0] in live}
 
     def _troubled(self, pod: str) -> bool:
-        return any(name == pod for name, _cause in self._counts)
+        return any(name == pod for name, _cause, _op in self._counts)
 
     def _lifecycle(self, pod: PodView, service: Service, cause: str, *, mib: int = 0) -> None:
         port = ""
