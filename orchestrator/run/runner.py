@@ -123,7 +123,7 @@ def run_marathon(
         schedule_hash=plan.schedule.content_hash,
         unique=unique,
     )
-    run_dir = run_dir_for(config, run_id)
+    run_dir = run_dir_for(config, run_id).resolve()  # the run's servers work in their own directories
     job = _baseline(config, plan)
     try:
         reason, phases, invocations = _drive(
