@@ -17,6 +17,7 @@ from orchestrator.rng import derive
 from orchestrator.twin.model import chaos as chaos_effects
 from orchestrator.twin.model import messages
 from orchestrator.twin.model.chaos import Effects
+from orchestrator.twin.model.datastores import DatastoreStats, account_datastores
 from orchestrator.twin.model.flags import FlagEffects, flag_effects
 from orchestrator.twin.model.logging import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
@@ -47,18 +48,6 @@ class Usage:
     periods: float = 0.0
     working_set: float = 0.0
     memory_limit: float | None = None
-
-
-@dataclass
-class DatastoreStats:
-    up: bool = True
-    clients: int = 0
-    commands: float = 0.0
-    command_seconds: float = 0.0
-    memory: float = 0.0
-    memory_limit: float = 0.0
-    slow: float = 0.0
-    lag: dict[tuple[str, str], float] = field(default_factory=dict)  # (consumer group, topic) -> messages
 
 
 @dataclass
@@ -338,7 +327,7 @@ class AppModel:
                         workers[i % len(workers)], service, call, start_ms=offset_ms, parent=None, trace=None
                     )
         self._account(shot, serving, now)
-        self._datastores(shot, serving, counts)
+        account_datastores(self, shot, serving, counts)
         self.logger.end_step(now, shot=shot, effects=self.effects, model=self)
         return StepReport(requests=sum(counts), kills=kills)
 
@@ -358,49 +347,6 @@ class AppModel:
                 self.killed.add(uid)
                 found.extend(pods)
         return sorted(set(found))
-
-    def _datastores(self, shot: Snapshot, serving: dict[str, list[PodCtx]], counts: list[int]) -> None:
-        dt = self.step_seconds
-        for name, service in self.services.items():
-            if service.kind not in (ServiceKind.DATASTORE, ServiceKind.QUEUE):
-                continue
-            stats = self.datastores.setdefault(name, DatastoreStats())
-            ctxs = serving.get(name) or []
-            stats.up = bool(ctxs)
-            rps = sum(c.rps for c in ctxs)
-            stats.commands += rps * dt
-            stats.command_seconds += rps * dt * service.model.base_latency_ms / 1000.0
-            callers = self.callers.get(name, set())
-            stats.clients = sum(len(shot.pods.get(c, [])) for c in callers) if ctxs else 0
-            used = [self.usage.get((c.name, service.container_name)) for c in ctxs]
-            stats.memory = sum(u.working_set for u in used if u is not None)
-            stats.memory_limit = sum(u.memory_limit or 0.0 for u in used if u is not None)
-            slow = [self.effects.io.get(c.name) for c in ctxs]
-            stats.slow += sum(
-                c.rps * dt * io[1]
-                for c, io in zip(ctxs, slow, strict=True)
-                if io is not None and io[0] >= 1.0
-            )
-            if service.kind is ServiceKind.QUEUE:
-                produced = sum(n * per.get(name, 0.0) for n, per in zip(counts, self.expected, strict=True))
-                self._lag(stats, name, produced, serving)
-
-    def _lag(
-        self, stats: DatastoreStats, queue: str, produced: float, serving: dict[str, list[PodCtx]]
-    ) -> None:
-        """Consumer lag: it drains while the consumer and the broker serve, and grows while either is down."""
-        for flow in self.topology.background:
-            for call in flow.calls:
-                if call.to != queue:
-                    continue
-                key = (flow.service, call.op.split()[-1])
-                lag = stats.lag.get(key, 0.0)
-                if self.flags.queue_factor.get(queue):
-                    stats.lag[key] = lag + produced * min(self.flags.queue_factor[queue], 100.0) * 0.05
-                elif serving.get(flow.service) and serving.get(queue):
-                    stats.lag[key] = round(lag * 0.3 + self.workload_rng.random() * 3.0, 1)
-                else:
-                    stats.lag[key] = lag + produced
 
     def start_failure_of(self, pod: PodView, container: str) -> tuple[str, str, str | None] | None:
         """(exit reason, cause, env var) if this container exits at start now, for the runtime."""
