@@ -128,13 +128,19 @@ class Observer:
         self._probes.pop(fault_id, None)
 
 
-def oracle_truth(faults: Sequence[LiveFault]) -> dict[str, Any]:
+def oracle_truth(
+    faults: Sequence[LiveFault], *, now_s: float, grace_s: float, namespace: str
+) -> dict[str, Any]:
     """Ground truth of the live faults for the test-only oracle agent (no side effects)."""
     return {
+        "now_s": now_s,
+        "grace_s": grace_s,
+        "namespace": namespace,
         "faults": [
             {
                 "fault_id": fault.fault_id,
                 "catalog_id": fault.entry.id,
+                "namespace": namespace,
                 "category": str(fault.entry.category),
                 "mechanism": str(fault.entry.mechanism),
                 "target": fault.entry.target,
@@ -146,5 +152,5 @@ def oracle_truth(faults: Sequence[LiveFault]) -> dict[str, Any]:
                 "remedy": fault.entry.remedy.model_dump(mode="json"),
             }
             for fault in faults
-        ]
+        ],
     }

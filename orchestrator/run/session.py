@@ -165,7 +165,11 @@ class Session:
         if self.agent is None:
             return  # a no-action baseline: nothing is started
         if self.config.agent_name == ORACLE:
-            write_json_atomically(self.truth_path, oracle_truth(self._live()))
+            truth = oracle_truth(
+                self._live(), now_s=self.world.now_s(), grace_s=float(self.config.delta_s),
+                namespace=self.plan.namespace,
+            )  # fmt: skip
+            write_json_atomically(self.truth_path, truth)
         n = k
         protocol = {
             "MARATHON_INVOCATION": str(n),
