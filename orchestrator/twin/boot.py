@@ -105,11 +105,18 @@ class Twin:
         self._driver: RealtimeDriver | None = None
         self.requests = 0
         self._views = ViewCache()
-        self.clock_error: BaseException | None = None
+        self._clock_error: BaseException | None = None
 
     @property
     def namespace(self) -> str:
         return self.topology.namespace
+
+    @property
+    def clock_error(self) -> BaseException | None:
+        """Why the realtime clock stopped moving, as soon as it has (None while it runs or is stepped)."""
+        if self._driver is not None and self._driver.error is not None:
+            return self._driver.error
+        return self._clock_error
 
     @property
     def now(self) -> float:
@@ -172,7 +179,7 @@ class Twin:
     def stop(self) -> None:
         if self._driver is not None:
             self._driver.stop()
-            self.clock_error = self._driver.error
+            self._clock_error = self._driver.error
             self._driver = None
         self.telemetry.close()
 
