@@ -56,6 +56,8 @@ def test_the_dashboard_draws_the_live_concurrency_chart_and_links_the_report(tmp
                     f"tr[data-run='{run_id}'] a[href='/runs/{run_id}/report']", timeout=30_000
                 )
                 assert page.text_content(f"tr[data-run='{run_id}'] .status") == "finished"
+                page.reload()
+                page.wait_for_selector(f"#leaderboard a[href='/runs/{run_id}/report']", timeout=30_000)
             finally:
                 browser.close()
     finally:

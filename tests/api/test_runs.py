@@ -28,7 +28,7 @@ def test_a_short_twin_run_streams_its_events_and_its_bundle_scores_as_marathon_s
         seen = list(events(client, run_id))
         kinds = [e["type"] for e in seen]
         assert kinds[0] == "started"
-        assert "injected" in kinds and "reverted" in kinds and "concurrency" in kinds
+        assert "injected" in kinds and "reverted" in kinds and "concurrency" in kinds, seen[-5:]
         assert kinds.count("invocation") == 10
         assert kinds[-1] == "finished" and seen[-1]["status"] == "finished"
         assert [e["seq"] for e in seen] == list(range(len(seen)))
@@ -78,6 +78,7 @@ def test_stopping_a_run_midway_reverts_every_fault_and_seals_a_verifiable_bundle
         assert view["progress"]["boundary"] < view["progress"]["boundaries"]
         assert view["active_faults"] == []
         assert client.post(f"/runs/{run_id}/stop", headers=AUTH).json()["status"] == "stopped"
+        assert client.get(f"/runs/{run_id}/score").json()["faults"] == view["injections"]  # scored as well
 
         bundle = unpack(client.get(f"/runs/{run_id}/bundle").content, tmp_path / "unpacked")
         assert verify_bundle(bundle).ok

@@ -169,5 +169,27 @@ async function refreshRuns() {
   }
 }
 
+async function refreshLeaderboard() {
+  let board;
+  try {
+    board = await (await fetch("/leaderboard")).json();
+  } catch (error) {
+    return;
+  }
+  const body = document.querySelector("#leaderboard tbody");
+  body.replaceChildren();
+  for (const row of board.rows) {
+    const tr = document.createElement("tr");
+    cell(tr, row.app);
+    cell(tr, row.agent);
+    cell(tr, String(row.runs));
+    cell(tr, row.best.marathon_score.toFixed(1), row.best.report);
+    cell(tr, row.latest.marathon_score.toFixed(1), row.latest.report);
+    body.appendChild(tr);
+  }
+}
+
 refreshRuns();
+refreshLeaderboard();
 setInterval(refreshRuns, 2000);
+setInterval(refreshLeaderboard, 10000);
