@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from orchestrator.run.plan import RunPlan
 BASELINES = ".baselines"
 BUNDLE = "bundle"
 WAIT_S = 600.0
+CANCEL_WAIT_S = 30.0
 
 
 def baseline_config(config: RunConfig, *, out: Path) -> RunConfig:
@@ -90,10 +92,18 @@ class BaselineJob:
         return found
 
     def cancel(self) -> None:
+        """Stop a baseline still being computed, with everything it started, and drop its scratch."""
         if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)  # it reverts, seals and stops its servers
+                self.process.wait(timeout=CANCEL_WAIT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+            except ProcessLookupError:
+                pass
+        if self.process is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _publish(scratch: Path, destination: Path) -> None:
@@ -128,6 +138,9 @@ def start_baseline(config: RunConfig, plan: RunPlan) -> BaselineJob:
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
+            # Its own session: a Ctrl-C at the terminal must not cut the baseline short (a stopped
+            # baseline is never published); the scored run cancels it when it has no use for it.
+            start_new_session=True,
         )
     return BaselineJob(destination, scratch, process, log)
 
@@ -136,8 +149,9 @@ def main(argv: list[str]) -> int:
     from orchestrator.run.runner import run_marathon
 
     config = RunConfig.model_validate_json(argv[0])
-    run_marathon(config)
-    return 0
+    result = run_marathon(config)
+    # Only a whole baseline may be published: a partial one would understate D_no_action for good.
+    return 0 if result.reason == "completed" else 1
 
 
 if __name__ == "__main__":

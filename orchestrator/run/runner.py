@@ -136,7 +136,9 @@ def run_marathon(
         _seal_what_was_written(run_dir)
         raise
     baseline = None
-    if job is not None:
+    if job is not None and reason != "completed":
+        job.cancel()  # a run cut short is not comparable with a whole no-action run
+    elif job is not None:
         try:
             baseline = job.result()
         except OrchestratorError as exc:  # the run itself is whole: score it without the degradation level

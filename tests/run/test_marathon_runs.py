@@ -141,7 +141,7 @@ def test_sigterm_stops_the_run_early_reverting_every_fault_and_sealing(tmp_path:
         if event["type"] == "boundary" and event["k"] == 4:
             os.kill(os.getpid(), signal.SIGTERM)
 
-    config = _config(tmp_path, "stopped", agent_cmd="true", faults=8, baseline=False, min_duration_s=300,
+    config = _config(tmp_path, "stopped", agent_cmd="true", faults=8, baseline=True, min_duration_s=300,
                      max_duration_s=600)  # fmt: skip
     result = run_marathon(config, on_event=on_event)
     assert result.reason == "stopped"
@@ -154,6 +154,9 @@ def test_sigterm_stops_the_run_early_reverting_every_fault_and_sealing(tmp_path:
     assert live <= closed
     assert verify_bundle(result.bundle_dir).ok
     assert "marathon_score" in result.score
+    assert result.score["degradation_level"] is None  # a run cut short is not compared with a whole one
+    baselines = tmp_path / "runs" / ".baselines"
+    assert not [p for p in baselines.iterdir() if p.is_dir()], "a cancelled baseline must not be kept"
 
 
 def test_a_realtime_twin_run_invokes_the_agent_at_each_boundary_once_its_world_gets_there(
