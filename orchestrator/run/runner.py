@@ -8,6 +8,7 @@ signal interrupts at once; the ``finally`` still reverts and seals), and the rev
 from __future__ import annotations
 
 import platform
+import resource
 import signal
 import sys
 import threading
@@ -157,6 +158,17 @@ def run_marathon(
     )
 
 
+def _cpu_seconds() -> dict[str, float]:
+    """CPU seconds of this process (the twin, the evaluator, the tool server) and of its reaped children
+    (agent invocations) so far: where a run's time goes when the machine is shared."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "runner": round(own.ru_utime + own.ru_stime, 3),
+        "children": round(children.ru_utime + children.ru_stime, 3),
+    }
+
+
 def _seal_what_was_written(run_dir: Path) -> None:
     """A run that failed still leaves a sealed, verifiable record of what happened until then."""
     if (run_dir / BUNDLE_DIR / "run.jsonl").is_file():
@@ -216,6 +228,7 @@ def _drive(
                     {
                         "started_at": started_at,
                         "wall_s": round(time.monotonic() - began, 3),
+                        "cpu_s": _cpu_seconds(),
                         "phases_s": {key: round(value, 3) for key, value in sorted(session.wall.items())},
                         "host": platform.node(),
                         "python": sys.version.split()[0],
