@@ -124,6 +124,7 @@ def start_prometheus(
     log = (home / "prometheus.log").open("ab")
     process = subprocess.Popen(
         [
+            *_with_parent(),
             executable,
             f"--config.file={config}",
             f"--storage.tsdb.path={data_dir}",
@@ -161,6 +162,16 @@ def connect_prometheus(url: str, *, ready_timeout: float = 10.0) -> PrometheusSe
             raise TelemetryError(f"Prometheus at {server.url} is not ready (GET /-/ready)")
         time.sleep(0.2)
     return server
+
+
+def _with_parent() -> list[str]:
+    """A command prefix that stops Prometheus when the process that started it dies, even by ``kill -9``.
+
+    util-linux's ``setpriv --pdeathsig`` asks the kernel for it; without setpriv the server is only
+    stopped by ``stop()``.
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
 
 
 def _free_port() -> int:

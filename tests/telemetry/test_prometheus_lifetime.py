@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+STARTER = """
+import sys, time
+from pathlib import Path
+from orchestrator.telemetry.server import start_prometheus
+server = start_prometheus(Path(sys.argv[1]))
+print(server.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it has exited all the same.
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(
+    shutil.which("setpriv") is None or shutil.which("prometheus") is None, reason="needs setpriv"
+)
+def test_prometheus_stops_when_the_process_that_started_it_is_killed(tmp_path: Path) -> None:
+    starter = subprocess.Popen(
+        [sys.executable, "-c", STARTER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert starter.stdout is not None
+    pid = int(starter.stdout.readline())
+    assert _alive(pid)
+    starter.send_signal(signal.SIGKILL)
+    starter.wait()
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    survived = _alive(pid)
+    if survived:
+        os.kill(pid, signal.SIGTERM)
+    assert not survived, f"prometheus {pid} outlived the process that started it"
