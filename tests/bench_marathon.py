@@ -26,7 +26,7 @@ MARATHON = [
     "42",
     "--quiet",
 ]
-QUERY_PHASES = ("alerts", "probes", "service", "artifacts")
+QUERY_PHASES = ("observe", "artifacts")
 
 
 def _run(extra: list[str], runs: Path) -> tuple[float, float, dict[str, object]]:

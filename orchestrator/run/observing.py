@@ -72,12 +72,32 @@ class Observer:
     _probe_until: dict[str, float] = field(default_factory=dict)
     _probes: dict[str, SymptomProbe] = field(default_factory=dict)
 
-    def alerts(self, *, until: float) -> list[AlertRecord]:
-        """Evaluate the rule pack up to schedule time ``until``; journal and return the new alert states."""
-        added = [
+    def observe(self, faults: Sequence[LiveFault], *, until: float) -> None:
+        """Everything Prometheus says up to schedule time ``until``: the rule pack's alerts, the entry
+        point's samples and the live faults' probes. The three sets of queries run side by side; their
+        records are written afterwards in a fixed order, so the journal does not depend on timing."""
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            alerts = pool.submit(self._evaluate, until)
+            service = pool.submit(self.sampler.service, after=self.service_until, until=until)
+            probes = pool.submit(self._sample_probes, faults, until)
+            answers = (probes.result(), alerts.result(), service.result())
+        probe_answers, alert_answers, service_answers = answers
+        for fault_id, after, samples in probe_answers:
+            for one in samples:
+                self.record(one)
+            self._probe_until[fault_id] = max(after, until)
+        self._commit_alerts(alert_answers)
+        for sample in service_answers:
+            self.record(sample)
+        self.service_until = max(self.service_until, until)
+
+    def _evaluate(self, until: float) -> list[AlertRecord]:
+        return [
             bundle_alert(alert, origin_epoch_s=self.origin_epoch_s)
             for alert in self.evaluator.evaluate(until=self.origin_epoch_s + until)
         ]
+
+    def _commit_alerts(self, added: list[AlertRecord]) -> None:
         for alert in added:
             self.record(alert)
             self.history.append(alert)
@@ -91,31 +111,23 @@ class Observer:
                 {"type": "alert", "alert_id": alert.alert_id, "rule": alert.rule, "state": state,
                  "service": alert.labels.get("service", ""), "t": alert.ends_at or alert.starts_at}
             )  # fmt: skip
-        return added
-
-    def service(self, *, until: float) -> None:
-        for sample in self.sampler.service(after=self.service_until, until=until):
-            self.record(sample)
-        self.service_until = max(self.service_until, until)
 
     def start_fault(self, fault: LiveFault) -> None:
         self._probe_until[fault.fault_id] = fault.inject_s
         self._probes[fault.fault_id] = probe_of(fault.entry.probe, self.namespace)
 
-    def probes(self, faults: Sequence[LiveFault], *, until: float) -> None:
+    def _sample_probes(
+        self, faults: Sequence[LiveFault], until: float
+    ) -> list[tuple[str, float, list[ProbeSample]]]:
         """Probe samples of each fault on the grid since its last sample, up to ``until``."""
         spans = [(fault.fault_id, self._probe_until.get(fault.fault_id, fault.inject_s)) for fault in faults]
 
         def sample(span: tuple[str, float]) -> list[ProbeSample]:
             return self.sampler.probe(span[0], self._probes[span[0]], after=span[1], until=until)
 
-        # The queries run side by side; the records are written in fault order, so the journal is the same.
         with ThreadPoolExecutor(max_workers=PROBE_WORKERS) as pool:
             answers = list(pool.map(sample, spans))
-        for (fault_id, after), samples in zip(spans, answers, strict=True):
-            for one in samples:
-                self.record(one)
-            self._probe_until[fault_id] = max(after, until)
+        return [(fault_id, after, samples) for (fault_id, after), samples in zip(spans, answers, strict=True)]
 
     def artifacts(self, faults: Sequence[LiveFault], *, t: float) -> None:
         for fault in faults:

@@ -94,12 +94,10 @@ class Session:
                 self.world.advance_to(t_k, stop=self.stop)
             if self.stop.is_set():
                 return "stopped"
+            with self._phase("observe"):
+                self.observer.observe(self._live(), until=t_k)
             self._apply(t_k, due)
             now = self.world.now_s()
-            with self._phase("alerts"):
-                self.observer.alerts(until=now)
-            with self._phase("service"):
-                self.observer.service(until=now)
             active, firing = len(self.driver.live), len(self.observer.firing)
             self.emit({"type": "concurrency", "t": now, "active": active, "firing": firing})
             self._invoke(k)
@@ -111,12 +109,9 @@ class Session:
         return "completed"
 
     def _apply(self, t_k: float, due: list[Activation]) -> None:
-        """Sample the live faults up to t_k, then revert the due ones, then inject the due ones."""
-        live = self._live()
-        with self._phase("probes"):
-            self.observer.probes(live, until=t_k)
+        """Revert the faults due at t_k, then inject the ones due (after they were observed up to t_k)."""
         with self._phase("faults"):
-            for fault in live:
+            for fault in self._live():
                 if fault.activation.end_s <= t_k and fault.fault_id not in self.driver.failed_reverts:
                     self.driver.revert(fault.fault_id)
                     if fault.fault_id not in self.driver.live:  # a failed revert keeps it live and sampled
@@ -131,18 +126,16 @@ class Session:
         if self.ended:
             return []
         live = self._live()
+        if reason != "error":
+            try:
+                self.observer.observe(live, until=self.world.now_s())
+            except Exception as exc:  # the last observations are a nicety; the reverts and the end are not
+                self.emit({"type": "failed", "error": f"final observation skipped: {exc}"})
         left = self.driver.revert_all()
         for fault in live:
             if fault.fault_id not in self.driver.live:
                 self.observer.end_fault(fault.fault_id)
         now = self.world.now_s()
-        if reason != "error":
-            try:
-                self.observer.alerts(until=now)
-                self.observer.service(until=now)
-            except Exception as exc:  # the last observations are a nicety; the run's end is not
-                self.wall["final_observation_error"] = 1.0
-                self.emit({"type": "failed", "error": f"final observation skipped: {exc}"})
         self.journal.append(RunEnded(t=now, reason=reason))
         self.ended = True
         self.emit({"type": "ended", "t": now, "reason": reason, "unreverted": left})
