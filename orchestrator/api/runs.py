@@ -96,6 +96,7 @@ class RunManager:
         self.live: dict[str, Live] = {}
         self._logs: dict[str, EventLog] = {}
         self._lock = threading.Lock()
+        self._status = threading.Lock()  # serialises a run's stop with the recording of its end
         self.listeners: list[Callable[[RunRow], None]] = []
 
     @property
@@ -138,7 +139,7 @@ class RunManager:
                     "id": run_id, "app": config.app, "seed": config.seed, "agent": config.agent_name,
                     "backend": config.backend, "clock": config.clock, "target": target_of(config, run_id),
                     "source": source, "config_json": config.model_dump(mode="json"), "home": home,
-                    "created_at": wall_now(),
+                    "created_at": wall_now(), "owner_pid": os.getpid(),
                 }
             )  # fmt: skip
             log = EventLog(home=home)
@@ -147,7 +148,7 @@ class RunManager:
                         tail=ServiceTail(home / RUN_DIR / BUNDLE_DIR / "service.jsonl"))  # fmt: skip
             self.live[run_id] = live
             self._logs[run_id] = log
-        self.registry.update(run_id, status="running", worker_pid=worker.pid, owner_pid=os.getpid())
+        self.registry.update(run_id, status="running", worker_pid=worker.pid)
         self.metrics.active_runs.inc()
         log.append({"type": "started", "app": config.app, "agent": config.agent_name, "seed": config.seed})
         threading.Thread(target=self._follow, args=(live,), daemon=True, name=f"run-{run_id}").start()
@@ -157,14 +158,15 @@ class RunManager:
 
     def stop(self, run_id: str) -> RunRow | None:
         """Ask a run to end gracefully (revert, seal, score); a run already ending or ended is left be."""
-        row = self.registry.get(run_id)
-        if row is None:
-            return None
-        live = self.live.get(run_id)
-        if live is not None and not live.done.is_set() and row.status in ("queued", "running"):
-            self.registry.update(run_id, status="stopping")
-            live.log.append({"type": "stopping"})
-            live.worker.stop()
+        with self._status:  # never "stopping" after the run's end was recorded
+            row = self.registry.get(run_id)
+            if row is None:
+                return None
+            live = self.live.get(run_id)
+            if live is not None and row.status in ("queued", "running"):
+                self.registry.update(run_id, status="stopping")
+                live.log.append({"type": "stopping"})
+                live.worker.stop()
         return self.registry.get(run_id)
 
     def wait(self, run_id: str, timeout: float | None = None) -> bool:
@@ -252,24 +254,11 @@ class RunManager:
 
     def _finish(self, live: Live, outcome: tuple[str, Any] | None) -> None:
         row = live.row
-        if outcome is not None and outcome[0] == "result":
-            result = outcome[1]
-            status = "finished" if result["reason"] == "completed" else "stopped"
-            self.registry.update(
-                row.id, status=status, reason=result["reason"], score=result["score"] or None,
-                runner_run_id=result["run_id"], ended_at=wall_now(), active_faults=[],
-            )  # fmt: skip
-        else:
-            error = outcome[1] if outcome is not None else "the worker process ended without a result"
-            # The runner reverts in its ``finally``; a worker that died without a word could not.
-            recovery = None
-            if outcome is None:
-                recovery = recover_run(row.home, backend=row.backend, worker_pid=None).summary()
-            self.registry.update(
-                row.id, status="failed", reason="error", error=str(error)[:4000], ended_at=wall_now(),
-                active_faults=[] if outcome is None else sorted(live.active), recovery=recovery,
-            )  # fmt: skip
-            status = "failed"
+        recovery = None
+        if outcome is None:  # the runner reverts in its ``finally``; a worker that died silently could not
+            recovery = recover_run(row.home, backend=row.backend, worker_pid=None).summary()
+        with self._status:
+            status = self._record_end(live, outcome, recovery=recovery)
         live.log.append({"type": "finished", "status": status})
         live.log.close()
         self.metrics.active_runs.dec()
@@ -282,6 +271,23 @@ class RunManager:
         if ended is not None:
             for listener in self.listeners:
                 listener(ended)
+
+    def _record_end(self, live: Live, outcome: tuple[str, Any] | None, *, recovery: str | None) -> str:
+        row = live.row
+        if outcome is not None and outcome[0] == "result":
+            result = outcome[1]
+            status = "finished" if result["reason"] == "completed" else "stopped"
+            self.registry.update(
+                row.id, status=status, reason=result["reason"], score=result["score"] or None,
+                runner_run_id=result["run_id"], ended_at=wall_now(), active_faults=[],
+            )  # fmt: skip
+            return status
+        error = outcome[1] if outcome is not None else "the worker process ended without a result"
+        self.registry.update(
+            row.id, status="failed", reason="error", error=str(error)[:4000], ended_at=wall_now(),
+            active_faults=[] if outcome is None else sorted(live.active), recovery=recovery,
+        )  # fmt: skip
+        return "failed"
 
 
 def config_problems(problems: list[Problem], message: str) -> list[dict[str, Any]]:
