@@ -61,7 +61,7 @@ class Telemetry:
         if remote_write_url is not None:
             self._writer = RemoteWriter(
                 url=remote_write_url,
-                sort_labels=True,
+                sort_labels=False,  # labels arrive sorted, with __name__ first
                 max_series_per_request=MAX_SERIES_PER_REQUEST,
                 retries=2,
                 timeout=30.0,
@@ -109,7 +109,7 @@ class Telemetry:
                 found[1].append(ts)
         items = [
             {"metric": {"__name__": name, **dict(labels)}, "values": values, "timestamps": stamps}
-            for (name, labels), (values, stamps) in sorted(buffered.items())
+            for (name, labels), (values, stamps) in buffered.items()
         ]
         try:
             result = self._writer.send(items)
