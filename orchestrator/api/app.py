@@ -71,12 +71,12 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         await asyncio.to_thread(runs.recover)
         scheduler = None
         if nightly is not None:
-            from orchestrator.api.nightly import start_scheduler
+            from orchestrator.api.nightly import start_scheduler, stop_scheduler
 
             scheduler = start_scheduler(runs, config_path=nightly, db_url=settings.db_url)
         yield
         if scheduler is not None:
-            scheduler.shutdown(wait=False)
+            stop_scheduler(scheduler)
         await asyncio.to_thread(runs.shutdown)
 
     app = FastAPI(

@@ -188,10 +188,19 @@ _SERVING: dict[str, Any] = {}
 
 def scheduled_matrix(config_path: str) -> None:
     manager: RunManager | None = _SERVING.get("manager")
-    if manager is None:
+    stop: threading.Event | None = _SERVING.get("stop")
+    if manager is None or stop is None or stop.is_set():
         return
     stamp = time.strftime("%Y-%m-%d", time.gmtime())  # a label for the registry's source column only
-    run_matrix(manager, load_nightly(Path(config_path)), source=f"nightly {stamp}")
+    run_matrix(manager, load_nightly(Path(config_path)), source=f"nightly {stamp}", stop=stop)
+
+
+def stop_scheduler(scheduler: Any) -> None:
+    """No new job, and a matrix in progress starts no further run (the server stops those it runs)."""
+    scheduler.shutdown(wait=False)
+    stop: threading.Event | None = _SERVING.get("stop")
+    if stop is not None:
+        stop.set()
 
 
 def start_scheduler(manager: RunManager, *, config_path: Path, db_url: str) -> Any:
@@ -202,6 +211,7 @@ def start_scheduler(manager: RunManager, *, config_path: Path, db_url: str) -> A
 
     config = load_nightly(config_path)
     _SERVING["manager"] = manager
+    _SERVING["stop"] = threading.Event()
     scheduler = BackgroundScheduler(
         jobstores={"default": SQLAlchemyJobStore(url=db_url, tablename="nightly_jobs")},
         job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600},

@@ -98,6 +98,7 @@ class RunManager:
         self._lock = threading.Lock()
         self._status = threading.Lock()  # serialises a run's stop with the recording of its end
         self.listeners: list[Callable[[RunRow], None]] = []
+        self.closing = False
 
     @property
     def runs_root(self) -> Path:
@@ -131,6 +132,8 @@ class RunManager:
         preflight(config)
         make_plan(config)  # catalog and schedule problems are the request's, answered before any start
         with self._lock:
+            if self.closing:
+                raise TooManyRuns("the server is shutting down")
             if sum(1 for live in self.live.values() if not live.done.is_set()) >= self.max_active:
                 raise TooManyRuns(f"{self.max_active} runs are active; stop one or wait")
             home.mkdir(parents=True, exist_ok=False)
@@ -190,6 +193,8 @@ class RunManager:
 
     def shutdown(self, *, timeout: float = 120.0) -> None:
         """Stop every run gracefully and wait for them (the server is going down on purpose)."""
+        with self._lock:
+            self.closing = True
         for run_id in list(self.live):
             self.stop(run_id)
         for live in list(self.live.values()):

@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,17 @@ from orchestrator.api.events import EventLog, ServiceTail
 from orchestrator.api.leaderboard import leaderboard_rows
 from orchestrator.api.metrics import Metrics
 from orchestrator.api.models import RunRequest, ScheduleOverrides
-from orchestrator.api.nightly import JOB_ID, crontab_trigger, start_scheduler
+from orchestrator.api.nightly import (
+    JOB_ID,
+    NightlyConfig,
+    crontab_trigger,
+    matrix,
+    run_matrix,
+    start_scheduler,
+)
 from orchestrator.api.recovery import settle_ledger
 from orchestrator.api.registry import Registry, RunRow, TargetBusy
-from orchestrator.api.runs import RunManager, config_for, config_problems, request_field
+from orchestrator.api.runs import RunManager, TooManyRuns, config_for, config_problems, request_field
 from orchestrator.cli import main
 from orchestrator.cluster import ledger
 from orchestrator.cluster.mechanisms import Handle
@@ -219,3 +227,21 @@ def test_a_weekday_beyond_seven_or_a_descending_range_is_not_a_crontab(tmp_path:
     for weekday in ("9", "5-1"):
         with pytest.raises(ValueError, match="ascending range within 0-7"):
             crontab_trigger(f"0 2 * * {weekday}", timezone="UTC")
+
+
+def test_a_stopped_matrix_and_a_closing_server_start_no_run(tmp_path: Path) -> None:
+    registry = Registry(f"sqlite:///{tmp_path / 'r.sqlite'}")
+    manager = RunManager(registry=registry, metrics=Metrics(), data_dir=tmp_path, max_active=2)
+    config = NightlyConfig(cron="0 2 * * *", apps=["online-boutique"], agents=["noop"], seeds=[1, 2])
+    stop = threading.Event()
+    stop.set()
+    assert run_matrix(manager, config, stop=stop) == []
+    manager.shutdown()
+    with pytest.raises(TooManyRuns, match="shutting down"):
+        manager.submit(matrix(config)[0])
+    assert registry.page()[0] == 0
+
+
+def test_an_unusable_registry_url_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match="not-a-database"):
+        Registry("not-a-database://x")
