@@ -1,7 +1,8 @@
 """Scrapes of the twin's series at simulated instants, pushed to Prometheus by remote write.
 
-Every ``scrape`` buffers one sample per series at its simulated timestamp; ``flush`` sends the buffer in
-batches (one TimeSeries per series with all its buffered samples, in time order). A series that
+Every ``scrape`` buffers one sample per series at its simulated timestamp; every few scrapes the buffer is
+handed to a pusher thread that sends it (one TimeSeries per series with its samples, in time order), and
+``flush`` waits until all of it is in Prometheus. A series that
 disappears gets a staleness marker, as a scraping Prometheus would write. A digest of every sample, and
 optionally the samples themselves, are kept so that two runs can be compared byte for byte.
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import queue
 import struct
+import threading
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -26,6 +29,8 @@ STALE_NAN: float = struct.unpack(">d", bytes.fromhex("7ff0000000000002"))[0]
 EPOCH_MS = int(EPOCH.timestamp() * 1000)
 SCRAPE_SECONDS = 15.0
 MAX_SERIES_PER_REQUEST = 5000
+# Scrapes per push while the world moves (two simulated minutes); ``flush`` pushes the rest.
+SCRAPES_PER_PUSH = 8
 
 
 def timestamp_ms(now: float) -> int:
@@ -55,10 +60,14 @@ class Telemetry:
         self._scrapes: list[tuple[int, list[tuple[str, Labels]], list[float]]] = []
         self._last_keys: list[tuple[str, Labels]] = []
         self._writer: RemoteWriter | None = None
+        self._queue: queue.Queue[list[tuple[int, list[tuple[str, Labels]], list[float]]] | None] | None = None
+        self._thread: threading.Thread | None = None
+        self._error: TelemetryError | None = None
         self.scrapes = 0
         self.pushed_samples = 0
         self.requests = 0
         if remote_write_url is not None:
+            self._queue = queue.Queue()
             self._writer = RemoteWriter(
                 url=remote_write_url,
                 sort_labels=False,  # labels arrive sorted, with __name__ first
@@ -93,12 +102,45 @@ class Telemetry:
                 _format(n, labels, v, ts) for (n, labels), v in zip(keys, values, strict=True)
             )
         self.scrapes += 1
+        if len(self._scrapes) >= SCRAPES_PER_PUSH:
+            self._hand_over()
 
     def flush(self) -> None:
-        """Send everything buffered; without a remote-write URL the buffer is simply dropped."""
-        scrapes, self._scrapes = self._scrapes, []
-        if self._writer is None or not scrapes:
+        """Push everything scraped so far and wait until Prometheus has it; without a URL, drop it."""
+        self._hand_over()
+        if self._queue is None:
             return
+        self._queue.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _hand_over(self) -> None:
+        scrapes, self._scrapes = self._scrapes, []
+        if self._queue is None or not scrapes:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._push_loop, name="twin-remote-write", daemon=True)
+            self._thread.start()
+        self._queue.put(scrapes)
+
+    def _push_loop(self) -> None:
+        # Pushing overlaps with the next steps' simulation; Prometheus ingests in its own process.
+        assert self._queue is not None
+        while True:
+            scrapes = self._queue.get()
+            try:
+                if scrapes is None:
+                    return
+                if self._error is None:
+                    self._push(scrapes)
+            except TelemetryError as exc:
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _push(self, scrapes: list[tuple[int, list[tuple[str, Labels]], list[float]]]) -> None:
+        assert self._writer is not None
         buffered: dict[tuple[str, Labels], tuple[list[float], list[int]]] = {}
         for ts, keys, values in scrapes:
             for key, value in zip(keys, values, strict=True):
@@ -123,5 +165,9 @@ class Telemetry:
         self.requests += result.requests_sent
 
     def close(self) -> None:
+        if self._queue is not None and self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=60)
+            self._thread = None
         if self._writer is not None:
             self._writer.close()

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from orchestrator.errors import TelemetryError
 from orchestrator.twin.clock import StepClock
 from orchestrator.twin.model.spans import Span, Trace
 from orchestrator.twin.runtime import ModelRuntime
@@ -106,3 +107,13 @@ def test_a_trace_reads_as_jaeger_would_return_it() -> None:
     assert child["references"] == [{"refType": "CHILD_OF", "traceID": "t1", "spanID": "a"}]
     assert child["startTime"] == EPOCH_US + 1_000
     assert {"key": "error", "type": "bool", "value": True} in child["tags"]
+
+
+def test_a_remote_write_that_fails_is_reported_by_flush() -> None:
+    telemetry = Telemetry(remote_write_url="http://127.0.0.1:9/api/v1/write")
+    try:
+        telemetry.scrape(15.0, [("x", (("namespace", "ob"),), 1.0)])
+        with pytest.raises(TelemetryError, match="remote write to http://127.0.0.1:9"):
+            telemetry.flush()
+    finally:
+        telemetry.close()
