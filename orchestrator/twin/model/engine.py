@@ -28,7 +28,7 @@ from orchestrator.twin.model.traffic import OVERLOAD_UTILISATION, PodCtx, StepTr
 
 # Requests played one by one per step, over all routes and flows; above it each played request stands for
 # several (counters then grow by the weight), which bounds a step's cost whatever the request rate.
-PLAY_BUDGET = 32
+PLAY_BUDGET = 24
 TRACE_EVERY = 5
 IDLE_CORES = 0.002
 # What a runtime burns with no requests at all (GC, JIT, schedulers, health checks), in cores: a CPU
