@@ -137,14 +137,24 @@ def run_marathon(
         _seal_what_was_written(run_dir)
         raise
     baseline = None
-    if job is not None and reason != "completed":
-        job.cancel()  # a run cut short is not comparable with a whole no-action run
-    elif job is not None:
-        try:
+    try:
+        seal(run_dir)  # the record is safe before the baseline is waited for
+    except BaseException:
+        if job is not None:
+            job.cancel()
+        raise
+    try:
+        if job is not None and reason != "completed":
+            job.cancel()  # a run cut short is not comparable with a whole no-action run
+        elif job is not None:
             baseline = job.result()
-        except OrchestratorError as exc:  # the run itself is whole: score it without the degradation level
-            print(f"marathon: no degradation baseline: {exc}", file=sys.stderr)
-            emit({"type": "failed", "error": f"baseline: {exc}"})
+    except OrchestratorError as exc:  # the run itself is whole: score it without the degradation level
+        print(f"marathon: no degradation baseline: {exc}", file=sys.stderr)
+        emit({"type": "failed", "error": f"baseline: {exc}"})
+    except BaseException:
+        if job is not None:
+            job.cancel()
+        raise
     scored: Scored = seal_and_score(run_dir, scored=config.role == "scored", baseline=baseline)
     return RunResult(
         run_id=run_id,

@@ -154,9 +154,9 @@ class Session:
             self.wall[what] = self.wall.get(what, 0.0) + time.perf_counter() - began
 
     def _invoke(self, k: int) -> None:
-        write_json_atomically(self.inbox, self.observer.inbox)
         if self.agent is None:
-            return  # a no-action baseline: nothing is started
+            return  # a no-action baseline: nothing is started, nobody reads an inbox
+        write_json_atomically(self.inbox, self.observer.inbox)
         if self.config.agent_name == ORACLE:
             truth = oracle_truth(
                 self._live(), now_s=self.world.now_s(), grace_s=float(self.config.delta_s),
