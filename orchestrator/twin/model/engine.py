@@ -160,6 +160,9 @@ class AppModel:
                 spec = pod.container(service.container_name)
                 if spec is None:
                     continue
+                started = pod.started.get(spec.name)
+                if started is not None and shot.now - started < service.model.startup_s:
+                    continue  # Ready without a readiness probe, but the process is not listening yet
                 build = self.registry.lookup(spec.image)
                 factor = build.behaviour.cpu_factor if build is not None and build.behaviour else 1.0
                 limit = spec.cpu_limit or 1.0
