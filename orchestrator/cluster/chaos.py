@@ -50,6 +50,8 @@ def chaos_object(
         peer["selector"] = {"namespaces": [app_namespace], **other["selector"]}
         spec["target"] = peer
         spec.setdefault("direction", "to")
+    elif other is not None:
+        spec["target"] = other  # HTTPChaos: which side of the exchange, Request or Response
     return {
         "apiVersion": "chaos-mesh.org/v1alpha1",
         "kind": inject.kind,

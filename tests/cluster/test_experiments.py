@@ -69,7 +69,9 @@ def test_the_exported_network_delay_experiment_passes_chaos_validate(tmp_path: P
         prometheus_url="http://127.0.0.1:9",
     )
     path.write_text(json.dumps(document))
-    result = subprocess.run([str(CHAOS), "--no-log-file", "validate", str(path)], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(CHAOS), "--no-log-file", "validate", str(path)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "experiment syntax and semantic look valid" in (result.stdout + result.stderr)
 
@@ -116,3 +118,13 @@ def test_a_config_fault_is_a_kubectl_patch_whose_rollback_restores_the_baseline_
     assert "redis-cart:6380" in change[-1] and "redis-cart:6379" in restore[-1]
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not on PATH")
+
+
+def test_an_http_chaos_keeps_which_side_of_the_exchange_it_targets() -> None:
+    from orchestrator.catalog.faults import ChaosInject
+    from orchestrator.cluster.chaos import chaos_object
+
+    inject = ChaosInject(kind="HTTPChaos", spec={"target": "Request", "port": 8080, "abort": True})
+    body = chaos_object(inject=inject, name="h", chaos_namespace="c", app_namespace="ob", target="frontend")
+    assert body["spec"]["target"] == "Request"
+    assert body["spec"]["selector"]["labelSelectors"] == {"app": "frontend"}
