@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.bundle.records import AlertRecord, ProbeSample, Record
+from orchestrator.bundle.records import AlertRecord, ProbeSample, Record, ServiceSample
 from orchestrator.cluster.client import KubeClient
 from orchestrator.run.faults import LiveFault
 from orchestrator.run.sampling import Sampler, artifact_sample, probe_of
@@ -52,6 +52,17 @@ def inbox_entry(record: AlertRecord) -> dict[str, Any]:
 
 
 @dataclass
+class Observation:
+    """Queries under way for one boundary (see ``Observer.start``)."""
+
+    until: float
+    pool: ThreadPoolExecutor
+    probes: Future[list[tuple[str, float, list[ProbeSample]]]]
+    alerts: Future[list[AlertRecord]]
+    service: Future[list[ServiceSample]]
+
+
+@dataclass
 class Observer:
     """Keeps the alert history and each live fault's sampling position; appends records through ``record``.
 
@@ -73,19 +84,47 @@ class Observer:
     _probes: dict[str, SymptomProbe] = field(default_factory=dict)
 
     def observe(self, faults: Sequence[LiveFault], *, until: float) -> None:
-        """Everything Prometheus says up to schedule time ``until``: the rule pack's alerts, the entry
-        point's samples and the live faults' probes. The three sets of queries run side by side; their
-        records are written afterwards in a fixed order, so the journal does not depend on timing."""
-        with ThreadPoolExecutor(max_workers=3) as pool:
-            alerts = pool.submit(self._evaluate, until)
-            service = pool.submit(self.sampler.service, after=self.service_until, until=until)
-            probes = pool.submit(self._sample_probes, faults, until)
-            answers = (probes.result(), alerts.result(), service.result())
-        probe_answers, alert_answers, service_answers = answers
+        """Everything Prometheus says up to schedule time ``until``, journaled."""
+        self.commit(self.start(faults, until=until))
+
+    def start(self, faults: Sequence[LiveFault], *, until: float) -> Observation:
+        """Launch the queries of everything Prometheus says up to schedule time ``until``: the rule pack's
+        alerts, the entry point's samples and the live faults' probes, side by side in the background.
+
+        The caller may change the world meanwhile (inject, revert): the queries end at ``until``, which the
+        world has passed, so what they answer cannot change. ``commit`` writes the records in a fixed order.
+        """
+        spans = [
+            (
+                fault.fault_id,
+                self._probe_until.get(fault.fault_id, fault.inject_s),
+                self._probes[fault.fault_id],
+            )
+            for fault in faults
+        ]
+        pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="observe")
+        return Observation(
+            until=until,
+            pool=pool,
+            probes=pool.submit(self._sample_probes, spans, until),
+            alerts=pool.submit(self._evaluate, until),
+            service=pool.submit(self.sampler.service, after=self.service_until, until=until),
+        )
+
+    def commit(self, observation: Observation) -> None:
+        """Wait for an observation and journal it: probes, then alerts, then the entry point's samples."""
+        try:
+            probe_answers = observation.probes.result()
+            alert_answers = observation.alerts.result()
+            service_answers = observation.service.result()
+        finally:
+            observation.pool.shutdown(wait=True, cancel_futures=True)
+        until = observation.until
         for fault_id, after, samples in probe_answers:
             for one in samples:
                 self.record(one)
-            self._probe_until[fault_id] = max(after, until)
+            if fault_id in self._probes:  # not ended meanwhile
+                self._probe_until[fault_id] = max(after, until)
         self._commit_alerts(alert_answers)
         for sample in service_answers:
             self.record(sample)
@@ -117,17 +156,16 @@ class Observer:
         self._probes[fault.fault_id] = probe_of(fault.entry.probe, self.namespace)
 
     def _sample_probes(
-        self, faults: Sequence[LiveFault], until: float
+        self, spans: Sequence[tuple[str, float, SymptomProbe]], until: float
     ) -> list[tuple[str, float, list[ProbeSample]]]:
         """Probe samples of each fault on the grid since its last sample, up to ``until``."""
-        spans = [(fault.fault_id, self._probe_until.get(fault.fault_id, fault.inject_s)) for fault in faults]
 
-        def sample(span: tuple[str, float]) -> list[ProbeSample]:
-            return self.sampler.probe(span[0], self._probes[span[0]], after=span[1], until=until)
+        def sample(span: tuple[str, float, SymptomProbe]) -> list[ProbeSample]:
+            return self.sampler.probe(span[0], span[2], after=span[1], until=until)
 
         with ThreadPoolExecutor(max_workers=PROBE_WORKERS) as pool:
             answers = list(pool.map(sample, spans))
-        return [(fault_id, after, samples) for (fault_id, after), samples in zip(spans, answers, strict=True)]
+        return [(span[0], span[1], samples) for span, samples in zip(spans, answers, strict=True)]
 
     def artifacts(self, faults: Sequence[LiveFault], *, t: float) -> None:
         for fault in faults:

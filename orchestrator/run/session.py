@@ -94,9 +94,14 @@ class Session:
                 self.world.advance_to(t_k, stop=self.stop)
             if self.stop.is_set():
                 return "stopped"
-            with self._phase("observe"):
-                self.observer.observe(self._live(), until=t_k)
-            self._apply(t_k, due)
+            # What happened up to t_k is queried while the boundary's faults are applied: the queries end
+            # at t_k, so reverts and injections (which move the world past it) cannot change their answers.
+            observation = self.observer.start(self._live(), until=t_k)
+            try:
+                self._apply(t_k, due)
+            finally:
+                with self._phase("observe"):
+                    self.observer.commit(observation)
             now = self.world.now_s()
             active, firing = len(self.driver.live), len(self.observer.firing)
             self.emit({"type": "concurrency", "t": now, "active": active, "firing": firing})
