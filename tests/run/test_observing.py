@@ -1,0 +1,70 @@
+"""What the runner hands the agents: the inbox's alert history and the oracle's truth, in the forms the
+baseline agents read; and evaluated alerts turned into schedule time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orchestrator.agents.inputs import load_alerts
+from orchestrator.agents.oracle import Truth
+from orchestrator.catalog.loading import load_catalog
+from orchestrator.cluster.mechanisms import Handle
+from orchestrator.run.faults import LiveFault
+from orchestrator.run.observing import bundle_alert, inbox_entry, oracle_truth, write_json_atomically
+from orchestrator.schedule import Activation
+from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
+
+ORIGIN = 1_767_225_600.0
+
+
+def _evaluated(alert_id: str, *, starts: float, ends: float | None) -> EvaluatedAlert:
+    return EvaluatedAlert(
+        id=alert_id, rule="ServiceErrorRatioCritical", state="firing" if ends is None else "resolved",
+        labels={"alertname": "ServiceErrorRatioCritical", "namespace": "online-boutique",
+                "service": "cartservice"},
+        annotations={"summary": "cartservice fails"}, active_at=ORIGIN + starts - 60,
+        starts_at=ORIGIN + starts, ends_at=None if ends is None else ORIGIN + ends, value=0.5,
+    )  # fmt: skip
+
+
+def test_evaluated_alerts_are_kept_in_schedule_time() -> None:
+    record = bundle_alert(_evaluated("a1", starts=300.0, ends=540.0), origin_epoch_s=ORIGIN)
+    assert (record.alert_id, record.starts_at, record.ends_at) == ("a1", 300.0, 540.0)
+    assert record.labels["service"] == "cartservice"
+
+
+def test_the_inbox_history_reads_back_through_the_agents_parser_latest_state_winning(tmp_path: Path) -> None:
+    states = [
+        bundle_alert(_evaluated("a1", starts=300.0, ends=None), origin_epoch_s=ORIGIN),
+        bundle_alert(_evaluated("a2", starts=420.0, ends=None), origin_epoch_s=ORIGIN),
+        bundle_alert(_evaluated("a1", starts=300.0, ends=540.0), origin_epoch_s=ORIGIN),
+    ]
+    path = tmp_path / "inbox" / "alerts.json"
+    write_json_atomically(path, [inbox_entry(state) for state in states])
+    assert not list(path.parent.glob("*.tmp"))
+    alerts = load_alerts(path)
+    assert [(a.alert_id, a.firing) for a in alerts] == [("a1", False), ("a2", True)]
+    assert json.loads(path.read_text())[0]["rule"] == "ServiceErrorRatioCritical"
+
+
+def test_the_oracle_truth_is_what_the_oracle_reads() -> None:
+    catalog = load_catalog("online-boutique")
+    entry = catalog.entries[0]
+    handle = Handle(fault_id="f004", entry_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
+                    namespace="online-boutique", name=entry.target)  # fmt: skip
+    activation = Activation(
+        index=4, arrival=4, at_s=240, duration_s=360, entry_id=entry.id, category=entry.category,
+        mechanism=str(entry.mechanism), target=entry.target,
+    )  # fmt: skip
+    fault = LiveFault("f004", activation, entry, handle, 245.0, tuple(sorted(catalog.scope(entry))))
+    truth = Truth.model_validate(
+        oracle_truth([fault], now_s=245.0, grace_s=120.0, namespace="online-boutique")
+    )
+    (seen,) = truth.faults
+    assert (seen.fault_id, seen.catalog_id, seen.target) == ("f004", entry.id, entry.target)
+    assert seen.culprits == sorted(entry.culprits)
+    assert seen.artifact == entry.artifact
+    assert seen.inject_s == 245.0
+    assert seen.remedy.action == entry.remedy.action
+    assert (truth.now_s, truth.grace_s, truth.namespace) == (245.0, 120.0, "online-boutique")
