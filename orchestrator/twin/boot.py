@@ -22,7 +22,7 @@ from orchestrator.twin import metrics
 from orchestrator.twin.clock import STEP_SECONDS, ClockMode, RealtimeDriver, StepClock
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.model.engine import AppModel
-from orchestrator.twin.model.logging import PodLogger
+from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.state import Snapshot, ViewCache, snapshot
 from orchestrator.twin.resources import BY_PLURAL, CHAOS_GROUP, CHAOS_KINDS

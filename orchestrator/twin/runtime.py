@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.twin.model.engine import AppModel
-from orchestrator.twin.model.logging import start_message
+from orchestrator.twin.model.podlogs import start_message
 from orchestrator.twin.model.state import PodView, ViewCache, container_spec
 from orchestrator.twin.model.symptoms import probe_ok
 from orchestrator.twin.runtime_protocol import ContainerVerdict

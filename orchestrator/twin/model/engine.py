@@ -19,7 +19,7 @@ from orchestrator.twin.model import messages
 from orchestrator.twin.model.chaos import Effects
 from orchestrator.twin.model.datastores import DatastoreStats, account_datastores
 from orchestrator.twin.model.flags import FlagEffects, flag_effects
-from orchestrator.twin.model.logging import PodLogger
+from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.spans import Span, SpanMetrics, TraceBook
 from orchestrator.twin.model.state import PodView, Snapshot, endpoints

@@ -12,7 +12,7 @@ from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Topology
 from orchestrator.twin.logs import LogBook
 from orchestrator.twin.model.engine import AppModel
-from orchestrator.twin.model.logging import PodLogger
+from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.state import Snapshot, snapshot
 
