@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 _PODS = BY_PLURAL[("", "pods")]
 _SERVICES = BY_PLURAL[("", "services")]
 _CONFIGMAPS = BY_PLURAL[("", "configmaps")]
+# Builds pushed by the agents' build tool land here, one ConfigMap each, as images land in a registry.
+REGISTRY_NAMESPACE = "marathon-registry"
 _SECRETS = BY_PLURAL[("", "secrets")]
 _NODES = BY_PLURAL[("", "nodes")]
 _DEPLOYMENTS = BY_PLURAL[("apps", "deployments")]
@@ -132,6 +134,8 @@ class Twin:
             return self.clock.now
 
     def _step(self, now: float) -> None:
+        for pushed in self.cluster.store.list(_CONFIGMAPS, REGISTRY_NAMESPACE):
+            self.registry.push(pushed.get("data") or {})
         self.cluster.step(now)
         report = self.model.step(now, self.snapshot(now))
         self.requests += report.requests

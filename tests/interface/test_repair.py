@@ -81,6 +81,14 @@ def test_a_repair_of_a_code_fault_builds_an_image_the_registry_says_behaves_as_t
     assert [i.tool for i in interventions] == ["propose_patch", "build_service_image", "submit_patch"]
     assert all(i.targets == [SERVICE] and i.result == "ok" for i in interventions)
 
+    # The twin's registry holds the pushed build: it is pulled, runs, and behaves as the base version.
+    ob.advance(60)
+    pods = ob.kube.list_pods(ob.backend.namespace, selector=f"app={SERVICE}")
+    running = [p for p in pods if p["spec"]["containers"][0]["image"] == built["image"]]
+    assert running and all(p["status"]["phase"] == "Running" for p in running)
+    build = ob.twin.twin.registry.lookup(built["image"])
+    assert build is not None and build.behaviour is None
+
 
 def test_a_diff_that_does_not_apply_is_refused_with_the_reason(ob: World) -> None:
     fault = _fault()

@@ -1,13 +1,14 @@
 """The twin's image registry: which image references exist and what each build does when it runs.
 
 The base version of every service behaves normally; a code-fault build (an image tag from the catalog)
-behaves as its catalog entry says; any other reference does not exist (ErrImagePull).
+behaves as its catalog entry says; a build pushed into the cluster's registry namespace behaves as the
+build it names; any other reference does not exist (ErrImagePull).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from orchestrator.catalog.faults import BuildBehaviour, CodeFault
 from orchestrator.catalog.topology import Topology
@@ -58,6 +59,18 @@ class ImageRegistry:
         """Hold an image as a healthy build (sidecars, init containers, anything the manifests ship)."""
         name, tag = split_image(image)
         self._builds.setdefault((name, tag), Build(service=service, tag=tag, behaviour=None))
+
+    def push(self, data: Mapping[str, str]) -> None:
+        """Hold a pushed build: ``image`` runs as the build of the same image named by ``behaves-as``.
+
+        ``data`` is a registry ConfigMap's data (``service``, ``tag``, ``image``, ``behaves-as``); one that
+        names no known build is ignored, as a registry ignores a push it cannot resolve.
+        """
+        image, behaves_as = data.get("image", ""), data.get("behaves-as", "")
+        name, tag = split_image(image)
+        like = self._builds.get((name, behaves_as))
+        if image and like is not None:
+            self._builds.setdefault((name, tag), replace(like, tag=tag))
 
     def lookup(self, image: str) -> Build | None:
         """The build an image reference names, or None when no registry holds it."""
