@@ -83,9 +83,7 @@ class World:
         custom = k8s.CustomObjectsApi(self.client.api)
         names = []
         for plural in CHAOS_PLURALS:
-            listed: Any = custom.list_namespaced_custom_object(
-                "chaos-mesh.org", "v1alpha1", CHAOS_NS, plural
-            )
+            listed: Any = custom.list_namespaced_custom_object("chaos-mesh.org", "v1alpha1", CHAOS_NS, plural)
             names += [item["metadata"]["name"] for item in listed["items"]]
         return names
 

@@ -82,9 +82,7 @@ def _chaos_objects(kube: KubeClient) -> list[str]:
     custom = k8s.CustomObjectsApi(kube.api)
     names: list[str] = []
     for plural in CHAOS_PLURALS:
-        listed: Any = custom.list_namespaced_custom_object(
-            "chaos-mesh.org", "v1alpha1", CHAOS_NS, plural
-        )
+        listed: Any = custom.list_namespaced_custom_object("chaos-mesh.org", "v1alpha1", CHAOS_NS, plural)
         names += [f"{plural}/{item['metadata']['name']}" for item in listed["items"]]
     return names
 
