@@ -2,7 +2,10 @@
 
 Each object is active from its creation until ``spec.duration`` has passed (or forever without one, or
 until deleted, or while paused by annotation). Selection modes (one, all, fixed, fixed-percent,
-random-max-percent) choose pods by a hash of (object uid, pod name): stable from step to step.
+random-max-percent) choose pods by a hash of (object uid, pod name). As in Chaos Mesh, the pods are chosen
+once, when the experiment is injected: only pods that existed at the object's creation are eligible, the
+choice is recorded in ``Effects.selected`` and handed back on the next step, and a pod created later (a
+restart, a rollout) is never touched by the experiment.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class Effects:
     failing: set[str] = field(default_factory=set)  # pod-failure
     container_kills: list[tuple[frozenset[str], tuple[str, ...], float]] = field(default_factory=list)
     pod_kills: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (object uid, pods)
+    # Selection key (object uid, "/target" for a NetworkChaos target) -> the pod names injected.
+    selected: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def dns_fails(self, pod: str, host: str) -> bool:
         return any(pod in pods and _dns_match(host, patterns) for pods, patterns in self.dns)
@@ -135,31 +140,41 @@ def _names(pods: Iterable[PodView]) -> frozenset[str]:
     return frozenset(p.name for p in pods)
 
 
-def _network(obj: ChaosObject, shot: Snapshot, ns: str) -> NetRule | None:
+@dataclass(frozen=True)
+class _Selection:
+    """The pods an experiment was injected into: recorded once, then only looked up."""
+
+    shot: Snapshot
+    recorded: Mapping[str, frozenset[str]]
+    found: Effects
+
+    def pods(self, obj: ChaosObject, part: Mapping[str, Any], *, key: str, ns: str) -> list[PodView]:
+        names = self.recorded.get(key)
+        if names is None:
+            # Injection: the selector is evaluated over the pods alive when the object was created.
+            existing = Snapshot(namespace=self.shot.namespace, now=self.shot.now)
+            for workload, pods in self.shot.pods.items():
+                existing.pods[workload] = [p for p in pods if p.created <= obj.created]
+            names = _names(
+                select(
+                    part.get("selector"),
+                    existing,
+                    default_namespace=ns,
+                    uid=key,
+                    mode=str(part.get("mode", "all")),
+                    value=part.get("value"),
+                )
+            )
+        self.found.selected[key] = names
+        return [p for p in self.shot.all_pods() if p.name in names and not p.deleting]
+
+
+def _network(obj: ChaosObject, chosen: _Selection, ns: str) -> NetRule | None:
     spec = obj.spec
-    source = _names(
-        select(
-            spec.get("selector"),
-            shot,
-            default_namespace=ns,
-            uid=obj.uid,
-            mode=str(spec.get("mode", "all")),
-            value=spec.get("value"),
-        )
-    )
+    source = _names(chosen.pods(obj, spec, key=obj.uid, ns=ns))
     target: frozenset[str] | None = None
     if spec.get("target"):
-        tgt = spec["target"]
-        target = _names(
-            select(
-                tgt.get("selector"),
-                shot,
-                default_namespace=ns,
-                uid=obj.uid + "/target",
-                mode=str(tgt.get("mode", "all")),
-                value=tgt.get("value"),
-            )
-        )
+        target = _names(chosen.pods(obj, spec["target"], key=obj.uid + "/target", ns=ns))
     action = str(spec.get("action", ""))
     if action == "delay":
         delay = spec.get("delay") or {}
@@ -203,27 +218,25 @@ def _stress(obj: ChaosObject, pods: list[PodView], effects: Effects) -> None:
             effects.stress_memory[pod.name] = effects.stress_memory.get(pod.name, 0.0) + held * workers
 
 
-def effects(shot: Snapshot) -> Effects:
-    """Every active chaos effect on the snapshot's pods (no side effects)."""
+def effects(shot: Snapshot, recorded: Mapping[str, frozenset[str]] | None = None) -> Effects:
+    """Every active chaos effect on the snapshot's pods (no side effects).
+
+    ``recorded`` is the previous step's ``Effects.selected``: experiments already injected keep the pods
+    they chose then; without it, each object's choice is rebuilt from the pods older than the object.
+    """
     found = Effects()
+    chosen = _Selection(shot=shot, recorded=recorded or {}, found=found)
     for obj in shot.chaos:
         if not active(obj, shot.now):
             continue
         ns = obj.namespace or shot.namespace
         spec = obj.spec
         if obj.kind == "NetworkChaos":
-            rule = _network(obj, shot, ns)
+            rule = _network(obj, chosen, ns)
             if rule is not None:
                 found.net.append(rule)
             continue
-        pods = select(
-            spec.get("selector"),
-            shot,
-            default_namespace=ns,
-            uid=obj.uid,
-            mode=str(spec.get("mode", "all")),
-            value=spec.get("value"),
-        )
+        pods = chosen.pods(obj, spec, key=obj.uid, ns=ns)
         action = str(spec.get("action", ""))
         if obj.kind == "PodChaos":
             if action == "pod-kill":

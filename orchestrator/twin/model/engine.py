@@ -264,7 +264,7 @@ class AppModel:
     def step(self, now: float, shot: Snapshot) -> StepReport:
         """Advance the application by one step ending at ``now`` over the cluster state ``shot``."""
         self.snapshot = shot
-        self.effects = chaos_effects.effects(shot)
+        self.effects = chaos_effects.effects(shot, self.effects.selected)
         self.flags = flag_effects(self.topology, shot.configmaps)
         kills = self._kills()
         rate = self.rate(now)
