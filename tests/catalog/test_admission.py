@@ -24,7 +24,7 @@ from orchestrator.catalog.admission import (
     render_admission,
     stale_entries,
 )
-from orchestrator.catalog.faults import CodeFault
+from orchestrator.catalog.faults import CodeFault, ConfigFault, ConfigInject
 from orchestrator.catalog.loading import Catalog, Entry, default_root, known_apps, load_catalog
 from orchestrator.errors import CatalogError
 
@@ -123,13 +123,18 @@ def test_a_message_of_a_service_that_does_not_call_the_target_directly_is_reject
 
 def test_readiness_is_not_asked_of_config_faults_that_mean_to_break_startup() -> None:
     catalog = _catalog()
-    assert breaks_startup(catalog.by_id["ob-payment-image-missing"])
-    assert breaks_startup(catalog.by_id["ob-checkout-replicas-zero"])
+    replicas = catalog.by_id["ob-checkout-replicas-zero"]
+    assert isinstance(replicas, ConfigFault)
+    missing_image = replicas.model_copy(
+        update={"inject": ConfigInject(field="image", value="checkoutservice:v0.10.7")}
+    )
+    assert breaks_startup(missing_image)
+    assert breaks_startup(replicas)
     assert breaks_startup(catalog.by_id["ob-recommendation-catalog-addr-cleared"])
-    assert breaks_startup(catalog.by_id["ob-shipping-readiness-port"])
+    assert breaks_startup(catalog.by_id["ob-shipping-liveness-port"])
     assert not breaks_startup(catalog.by_id["ob-cart-redis-port"])
     assert not breaks_startup(catalog.by_id["ob-cart-redis-latency"])
-    admitted, _ = judge(catalog.by_id["ob-payment-image-missing"], _measured(became_ready=False), direct=True)
+    admitted, _ = judge(missing_image, _measured(became_ready=False), direct=True)
     assert admitted
 
 
