@@ -31,7 +31,7 @@ RULE_TABLE: dict[str, Rule] = {
     **_rules(
         "object", "restart", "pod",
         "KubeContainerRestarted", "KubePodRestartingRepeatedly", "KubePodCrashLooping", "KubePodFailed",
-        "KubeContainerWaiting",
+        "KubeContainerWaiting", "KubePodReplaced",
     ),
     **_rules("object", "restart", "memory", "KubeContainerOOMKilled", "ContainerMemoryNearLimit"),
     **_rules("object", "restart", "probe", "KubePodNotReady"),
