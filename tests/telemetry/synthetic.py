@@ -1,5 +1,6 @@
-"""A seeded synthetic Online Boutique run in the series of the contract (alert_rules/SERIES.md), for checking the
-rule pack's thresholds against healthy noise and for timing the evaluator; optional faults make it unhealthy.
+"""A seeded synthetic Online Boutique run in the series of the contract (alert_rules/SERIES.md), for
+checking the rule pack's thresholds against healthy noise and for timing the evaluator; optional faults
+make it unhealthy.
 """
 
 from __future__ import annotations
