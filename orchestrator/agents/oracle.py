@@ -149,6 +149,25 @@ def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return None  # e.g. a Service's targetPort: no tool edits a Service
 
 
+def revision_before(history: dict[str, Any], *, inject_s: float, now_s: float) -> int | None:
+    """The revision that was serving when the fault was injected, from a rollout history (no side effects).
+
+    A restart after the injection (for an overlapping fault) adds a revision that still carries the fault's
+    change, so "the previous revision" would undo only the restart. The revision in effect at injection is
+    the highest-numbered one created before it (a revision rolled back to is renumbered, not recreated).
+    """
+    best: int | None = None
+    for item in history.get("revisions") or []:
+        age, number = item.get("age_s"), item.get("revision")
+        if age is None or number is None or now_s - float(age) >= inject_s - 0.5:
+            continue
+        best = max(best or 0, int(number))
+    current = history.get("current_revision")
+    if best is None or (current is not None and str(best) == str(current)):
+        return None
+    return best
+
+
 def _attributable(alert: AlertView, fault: dict[str, Any]) -> bool:
     end = fault.get("window_end_s")
     if alert.starts_at < fault["inject_s"] or (end is not None and alert.starts_at > end):
@@ -243,6 +262,16 @@ def send_report(client: ToolClient, item: Report) -> None:
     log.info("report %s (%s): %s", item.incident_id, item.status, outcome)
 
 
+def _rollback_args(client: ToolClient, call: Call, *, inject_s: float, now_s: float | None) -> dict[str, Any]:
+    if call.tool != "rollback_service" or now_s is None:
+        return call.args
+    history = client.call("get_rollout_history", service=call.args["service"])
+    if not history.get("ok") or not isinstance(history.get("result"), dict):
+        return call.args
+    target = revision_before(history["result"], inject_s=inject_s, now_s=now_s)
+    return call.args if target is None else {**call.args, "to_revision": target}
+
+
 def run(env: AgentEnv, client: ToolClient, truth: Truth) -> None:
     path = Path(env.workspace) / STATE_FILE
     plan = plan_oracle(load_alerts(env.alerts_path), truth, read_state(path), namespace=env.namespace)
@@ -251,7 +280,9 @@ def run(env: AgentEnv, client: ToolClient, truth: Truth) -> None:
     for item in plan.reports:
         send_report(client, item)
     for call in plan.calls:
-        outcome = client.call(call.tool, **call.args)
+        inject_s = float(state["faults"][call.fault_id]["inject_s"])
+        args = _rollback_args(client, call, inject_s=inject_s, now_s=truth.now_s)
+        outcome = client.call(call.tool, **args)
         log.info("remedy %s for %s: %s", call.tool, call.fault_id, outcome)
         state, follow_up = record_remedy(state, call.fault_id, ok=bool(outcome.get("ok")))
         write_state(path, state)

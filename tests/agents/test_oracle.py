@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from orchestrator.agents.inputs import AlertView
-from orchestrator.agents.oracle import Truth, plan_oracle, record_remedy, remedy_call
+from orchestrator.agents.oracle import Truth, plan_oracle, record_remedy, remedy_call, revision_before
 from orchestrator.catalog.loading import load_catalog
 
 NS = "online-boutique"
@@ -140,3 +140,21 @@ def test_without_a_boundary_time_the_newest_alert_bounds_a_reverted_faults_windo
     plan = plan_oracle(later, Truth(), first.state, namespace=NS)
     assert plan.reports == ()
     assert plan.state["faults"]["f1"]["alert_ids"] == ["a1"], "nothing proves f1 was live after 130 s"
+
+
+def _history(current: int, *revisions: tuple[int, float]) -> dict[str, Any]:
+    return {
+        "current_revision": str(current),
+        "revisions": [{"revision": str(number), "age_s": age} for number, age in revisions],
+    }
+
+
+def test_a_rollback_skips_a_restart_made_after_the_injection() -> None:
+    # At 600: revision 2 served from 200, revision 3 carries the fault (500), revision 4 restarted it (600).
+    history = _history(4, (1, 900.0), (2, 400.0), (3, 100.0), (4, 0.0))
+    assert revision_before(history, inject_s=500.0, now_s=600.0) == 2
+
+
+def test_a_rollback_without_an_intervening_revision_keeps_the_default_target() -> None:
+    assert revision_before(_history(3, (1, 900.0), (3, 100.0)), inject_s=500.0, now_s=600.0) == 1
+    assert revision_before(_history(2, (1, 900.0), (2, 400.0)), inject_s=500.0, now_s=600.0) is None
