@@ -26,12 +26,11 @@ from orchestrator.catalog.admission import (
 from orchestrator.catalog.faults import ConfigFault
 from orchestrator.catalog.loading import Catalog
 from orchestrator.catalog.topologies import load_topology
-from orchestrator.cluster import chaos
 from orchestrator.cluster.applying import Applier, InjectFailed
-from orchestrator.cluster.client import KubeClient, NotFound, ObjectRef
+from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.fields import read_field
 from orchestrator.cluster.ledger import Ledger, Target
-from orchestrator.cluster.mechanisms import Context, Handle
+from orchestrator.cluster.mechanisms import Context, Handle, artifact_restored
 from orchestrator.cluster.observing import EPOCH_S, Observer, Window
 from orchestrator.cluster.twinproc import TwinProcess, attach_twin, spawn_twin
 from orchestrator.errors import OrchestratorError, RevertError
@@ -226,7 +225,7 @@ def _observe(
     except RevertError:
         restored_by_revert = False
     twin.advance(settings.recovery_s)
-    restored = restored_by_revert and _restored(observer.client, handle)
+    restored = restored_by_revert and artifact_restored(observer.client, handle) is not False
     ready = not observer.not_ready()
     t4 = twin.advance(settings.clear_s)
     clear = Window(t4 - settings.clear_s, t4)
@@ -287,23 +286,6 @@ def _deployed_ok(client: KubeClient, handle: Handle) -> bool:
     assert handle.field is not None
     now = read_field(client.read(handle.ref), field=handle.field, container=handle.container)
     return _text(now) == _text(handle.injected_value)
-
-
-def _restored(client: KubeClient, handle: Handle) -> bool:
-    """Whether the cluster holds the pre-injection image or setting again, or the chaos object is gone."""
-    if handle.kind in chaos.CRD_KINDS:
-        try:
-            client.get_chaos(namespace=handle.namespace, plural=chaos.plural(handle.kind), name=handle.name)
-        except NotFound:
-            return True
-        return False
-    if handle.kind == "drain-node":
-        node = client.read(ObjectRef("Node", "", handle.name))
-        return not node.get("spec", {}).get("unschedulable")
-    if handle.field is None:
-        return True  # killed pods: nothing of the fault stays in the cluster
-    now = read_field(client.read(handle.ref), field=handle.field, container=handle.container)
-    return _text(now) == _text(handle.pre_value)
 
 
 def _text(value: object) -> str | None:

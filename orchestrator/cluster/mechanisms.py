@@ -74,6 +74,29 @@ def _same(left: Value, right: Value) -> bool:
     return (None if left is None else str(left)) == (None if right is None else str(right))
 
 
+def artifact_restored(client: KubeClient, handle: Handle) -> bool | None:
+    """Whether the fault's responsible artifact is back as before the injection: the pre-injection image or
+    setting, no chaos object, an uncordoned node; None when there is nothing to compare (killed pods come
+    back by themselves). Side effects: reads of the cluster."""
+    if handle.field is not None:
+        obj = client.read(handle.ref)
+        try:
+            current = read_field(obj, field=handle.field, container=handle.container)
+        except InjectionError:
+            return False  # the field's container or port is gone: not the pre-injection object
+        return _same(current, handle.pre_value)
+    if handle.kind in chaos.CRD_KINDS:
+        try:
+            client.get_chaos(namespace=handle.namespace, plural=chaos.plural(handle.kind), name=handle.name)
+        except NotFound:
+            return True
+        return False
+    if handle.kind == "drain-node":
+        node = client.read(ObjectRef("Node", "", handle.name))
+        return not node.get("spec", {}).get("unschedulable", False)
+    return None
+
+
 def wait_rolled_out(ctx: Context, name: str) -> bool:
     """Settle until the Deployment runs its current template somewhere; bounded by ``settle_limit``."""
     for _ in range(ctx.settle_limit):

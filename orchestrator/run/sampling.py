@@ -14,11 +14,9 @@ from dataclasses import dataclass
 
 from orchestrator.bundle.records import ArtifactSample, ProbeSample, ServiceSample
 from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
-from orchestrator.cluster import chaos
-from orchestrator.cluster.client import KubeClient, NotFound, ObjectRef
-from orchestrator.cluster.fields import read_field
-from orchestrator.cluster.mechanisms import Handle
-from orchestrator.errors import ClusterError, InjectionError
+from orchestrator.cluster.client import KubeClient, NotFound
+from orchestrator.cluster.mechanisms import Handle, artifact_restored
+from orchestrator.errors import ClusterError
 from orchestrator.telemetry.probes import HealthyWhen, SymptomProbe, judge, service_queries
 from orchestrator.telemetry.querying import Querier, Series
 
@@ -110,32 +108,6 @@ def _fraction(part: float, whole: float) -> float:
     if whole <= 0:
         return 0.0
     return min(1.0, max(0.0, part / whole))
-
-
-def _same(left: object, right: object) -> bool:
-    return (None if left is None else str(left)) == (None if right is None else str(right))
-
-
-def artifact_restored(client: KubeClient, handle: Handle) -> bool | None:
-    """Whether the fault's responsible artifact is back as before the injection; None when there is nothing
-    to compare (killed pods come back by themselves). Side effects: one read of the cluster."""
-    if handle.field is not None:
-        obj = client.read(handle.ref)
-        try:
-            current = read_field(obj, field=handle.field, container=handle.container)
-        except InjectionError:
-            return False  # the field's container or port is gone: not the pre-injection object
-        return _same(current, handle.pre_value)
-    if handle.kind in chaos.CRD_KINDS:
-        try:
-            client.get_chaos(namespace=handle.namespace, plural=chaos.plural(handle.kind), name=handle.name)
-        except NotFound:
-            return True
-        return False
-    if handle.kind == "drain-node":
-        node = client.read(ObjectRef("Node", "", handle.name))
-        return not node.get("spec", {}).get("unschedulable", False)
-    return None
 
 
 def artifact_sample(client: KubeClient, handle: Handle, *, t: float) -> ArtifactSample | None:
