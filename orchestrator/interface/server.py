@@ -14,14 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import threading
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import mcp_types as types
-import uvicorn
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
@@ -35,6 +32,7 @@ from orchestrator.errors import AgentError
 from orchestrator.interface.backend import Backend
 from orchestrator.interface.calls import Recorder, ToolCaller, UnknownTool
 from orchestrator.interface.tools import TOOLS
+from orchestrator.serving import LocalServer, serve_locally
 
 START_TIMEOUT_S = 30.0
 _UNAUTHORIZED = {
@@ -147,8 +145,7 @@ class ToolServer:
         self.caller = ToolCaller(backend, recorder)
         self._tokens = _Tokens()
         self._port = port
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LocalServer | None = None
         self.base_url = ""
 
     def start(self) -> tuple[str, str]:
@@ -159,26 +156,10 @@ class ToolServer:
         """
         if self._server is not None:
             raise AgentError("the tool server is already started")
-        config = uvicorn.Config(
-            build_app(self.caller, self._tokens),
-            host="127.0.0.1",
-            port=self._port,
-            log_level="warning",
-            lifespan="on",
-            access_log=False,
+        self._server = serve_locally(
+            build_app(self.caller, self._tokens), name="the tool server", port=self._port, error=AgentError
         )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, name="tool-server", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                server.should_exit = True
-                raise AgentError(f"the tool server did not start on 127.0.0.1:{self._port}")
-            time.sleep(0.01)
-        self._server, self._thread = server, thread
-        port = server.servers[0].sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}"
+        self.base_url = self._server.url
         return f"{self.base_url}/mcp", self.base_url
 
     def open_invocation(self, n: int) -> str:
@@ -196,12 +177,10 @@ class ToolServer:
     def stop(self) -> None:
         """Stop serving and wait for the server thread; safe to call twice."""
         self._tokens.current = None
-        if self._server is None or self._thread is None:
+        if self._server is None:
             return
-        self._server.should_exit = True
-        self._thread.join(timeout=START_TIMEOUT_S)
+        self._server.stop(timeout_s=START_TIMEOUT_S)
         self._server = None
-        self._thread = None
 
     def __enter__(self) -> ToolServer:
         return self

@@ -12,16 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import socket
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -29,6 +26,7 @@ from starlette.routing import Route
 
 from orchestrator.bundle.records import ModelCall, Price
 from orchestrator.errors import AgentError
+from orchestrator.serving import LocalServer, serve_locally
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +83,7 @@ class MeteringProxy:
         self._timeout_s = timeout_s
         self._lock = threading.Lock()
         self._invocation: _Invocation | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._server: LocalServer | None = None
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -101,30 +97,13 @@ class MeteringProxy:
     def start(self) -> str:
         if self._server is not None:
             raise AgentError("the metering proxy is already running")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="on"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="metering")
-        self._server, self._thread, self._socket = server, thread, sock
-        thread.start()
-        # Waiting for the server to come up is plumbing, not logic: wall time is fine here.
-        limit = time.monotonic() + 15.0
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > limit:
-                self.stop()
-                raise AgentError("the metering proxy did not start")
-            time.sleep(0.01)
-        return f"http://127.0.0.1:{port}/v1"
+        self._server = serve_locally(self.app, name="the metering proxy", error=AgentError, timeout_s=15.0)
+        return f"{self._server.url}/v1"
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=15.0)
-        if self._socket is not None:
-            self._socket.close()
-        self._server = self._thread = self._socket = None
+            self._server.stop(timeout_s=15.0)
+        self._server = None
 
     @asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:

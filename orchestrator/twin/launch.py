@@ -6,14 +6,11 @@ kubeconfig path, ``advance(seconds)`` (stepped clock) and ``stop()``.
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import uvicorn
-
 from orchestrator.errors import ConfigError
+from orchestrator.serving import LocalServer, serve_locally
 from orchestrator.twin.boot import Twin
 from orchestrator.twin.clock import ClockMode
 from orchestrator.twin.kubeconfig import write_kubeconfig
@@ -26,8 +23,7 @@ class RunningTwin:
     twin: Twin
     url: str
     kubeconfig: Path
-    _server: uvicorn.Server
-    _thread: threading.Thread
+    _served: LocalServer
     _stopped: bool = field(default=False)
 
     @property
@@ -45,8 +41,7 @@ class RunningTwin:
             return
         self._stopped = True
         self.twin.stop()
-        self._server.should_exit = True
-        self._thread.join(timeout=START_TIMEOUT)
+        self._served.stop(timeout_s=START_TIMEOUT)
 
     def __enter__(self) -> RunningTwin:
         return self
@@ -77,20 +72,9 @@ def start_twin(
         keep_samples=keep_samples,
         root=root,
     )
-    config = uvicorn.Config(
-        twin.build_app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False
+    served = serve_locally(
+        twin.build_app(), name=f"the twin's server for {app}", port=port, lifespan="off", error=ConfigError
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"twin-{app}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + START_TIMEOUT
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            raise ConfigError(f"the twin's server for {app!r} did not start on 127.0.0.1:{port}")
-        time.sleep(0.01)
-    bound = server.servers[0].sockets[0].getsockname()[1]
-    url = f"http://127.0.0.1:{bound}"
-    path = write_kubeconfig(kubeconfig, server=url, namespace=twin.namespace)
+    path = write_kubeconfig(kubeconfig, server=served.url, namespace=twin.namespace)
     twin.start_clock()
-    return RunningTwin(twin=twin, url=url, kubeconfig=path, _server=server, _thread=thread)
+    return RunningTwin(twin=twin, url=served.url, kubeconfig=path, _served=served)
