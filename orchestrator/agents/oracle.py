@@ -33,6 +33,7 @@ from orchestrator.agents.inputs import (
     write_state,
 )
 from orchestrator.agents.mcpclient import ToolClient
+from orchestrator.agents.reporting import Report, file_report
 from orchestrator.errors import ConfigError
 from orchestrator.score.attribution import names_service_in, normalise_name
 
@@ -85,15 +86,6 @@ def load_truth(path: str | None) -> Truth:
         return Truth.model_validate(payload)
     except (json.JSONDecodeError, ValidationError) as exc:
         raise ConfigError(f"{path}: the oracle truth is not valid: {exc}") from exc
-
-
-@dataclass(frozen=True)
-class Report:
-    incident_id: str
-    alert_ids: tuple[str, ...]
-    culprits: tuple[str, ...]
-    artifact: str
-    status: str
 
 
 @dataclass(frozen=True)
@@ -250,15 +242,7 @@ def record_remedy(state: dict[str, Any], fault_id: str, *, ok: bool) -> tuple[di
 
 
 def send_report(client: ToolClient, item: Report) -> None:
-    outcome = client.call(
-        "incident_report",
-        incident_id=item.incident_id,
-        alert_ids=list(item.alert_ids),
-        culprit_services=list(item.culprits),
-        artifact=item.artifact,
-        status=item.status,
-        notes="oracle",
-    )
+    outcome = file_report(client, item, notes="oracle")
     log.info("report %s (%s): %s", item.incident_id, item.status, outcome)
 
 

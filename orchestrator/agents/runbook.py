@@ -27,20 +27,12 @@ from orchestrator.agents.inputs import (
     write_state,
 )
 from orchestrator.agents.mcpclient import ToolClient
+from orchestrator.agents.reporting import Report, file_report
 from orchestrator.agents.runbook_rules import rule_for, strongest
 
 log = logging.getLogger("orchestrator.agents.runbook")
 STATE_FILE = "runbook-state.json"
 MAX_REPLICAS = 10
-
-
-@dataclass(frozen=True)
-class Report:
-    incident_id: str
-    alert_ids: tuple[str, ...]
-    culprits: tuple[str, ...]
-    artifact: str
-    status: str
 
 
 @dataclass(frozen=True)
@@ -173,15 +165,7 @@ def execute(client: ToolClient, step: Step) -> bool:
 
 
 def report(client: ToolClient, item: Report) -> None:
-    outcome = client.call(
-        "incident_report",
-        incident_id=item.incident_id,
-        alert_ids=list(item.alert_ids),
-        culprit_services=list(item.culprits),
-        artifact=item.artifact,
-        status=item.status,
-        notes="runbook",
-    )
+    outcome = file_report(client, item, notes="runbook")
     log.info("report %s (%s, %s, %d alerts): %s", item.incident_id, item.status, item.artifact,
              len(item.alert_ids), outcome.get("ok"))  # fmt: skip
 
