@@ -8,7 +8,10 @@ every file an entry changes, holding every ``before`` snippet of that file under
 ``SourceStore`` keeps the patches and builds of one run in memory. A build behaves as the service's base
 version when its file no longer contains the defect (``after``) and does contain the original code
 (``before``); otherwise it behaves as the fault build it was derived from. ``registry_configmap`` is the
-object that publishes a build to the twin's image registry (format in /work/notes/registry.md).
+object that publishes a build to the cluster's image registry: one ConfigMap per build in the namespace
+``marathon-registry`` (hidden from agents), with data ``service``, ``tag``, ``image`` (the reference
+``submit_patch`` sets), ``behaves-as`` (the base tag when the patch repairs the defect, else the fault build's
+tag it was derived from) and ``derived-from``. The twin runs ``image`` as the build ``behaves-as`` names.
 """
 
 from __future__ import annotations

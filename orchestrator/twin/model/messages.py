@@ -1,8 +1,7 @@
 """Every log line the twin's services write, per cause and per language idiom, in one table.
 
-Catalog authors pick an entry's ``log.message`` from these (documented in notes/twin-log-messages.md); the
-model fills the placeholders from the cluster state it reads. Code-fault builds log their catalog entry's
-own message instead.
+Catalog authors pick an entry's ``log.message`` from these templates; the model fills the placeholders
+from the cluster state it reads. Code-fault builds log their catalog entry's own message instead.
 """
 
 from __future__ import annotations
