@@ -145,6 +145,8 @@ def open_session(
             if command
             else None
         )
+        if agent is not None:
+            stack.callback(agent.close)
         world.begin()
         yield Session(
             config=config, plan=plan, world=world, journal=journal, driver=driver, observer=observer,

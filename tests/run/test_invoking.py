@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+from orchestrator.run import warmstart
 from orchestrator.run.invoking import AgentProcess, agent_environment
 
 
@@ -66,3 +71,79 @@ def test_the_agent_runs_in_its_workspace_with_only_the_protocol_environment(tmp_
     assert '"MARATHON_INVOCATION": "7"' in seen
     assert "UPSTREAM_SECRET" not in seen
     assert str(tmp_path / "ws") in (tmp_path / "log").read_text()
+
+
+@pytest.fixture
+def warm_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentProcess]:
+    """An AgentProcess whose command the warm start takes: the probe module stands in for a built-in agent."""
+    monkeypatch.setattr(warmstart, "AGENTS_PACKAGE", "warm_probe_")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # for the template process
+    command = [sys.executable, "-m", "warm_probe_agent"]
+    assert warmstart.warm_module(command) == "warm_probe_agent"
+    agent = AgentProcess(command, workspace=tmp_path / "ws", log_path=tmp_path / "agent.log")
+    yield agent
+    agent.close()
+    assert "warm start failed" not in (tmp_path / "agent.log").read_text()
+
+
+def test_only_this_interpreter_running_a_builtin_agent_module_is_warm_started() -> None:
+    builtin = [sys.executable, "-m", "orchestrator.agents.runbook"]
+    assert warmstart.warm_module(builtin) == "orchestrator.agents.runbook"
+    assert warmstart.warm_module(["python3.9", "-m", "orchestrator.agents.runbook"]) is None
+    assert warmstart.warm_module([sys.executable, "-m", "mypackage.agent"]) is None
+    assert warmstart.warm_module([sys.executable, "-m", "orchestrator.agents.runbook", "--x"]) is None
+    assert warmstart.warm_module(["bash", "agent.sh"]) is None
+
+
+def test_a_warm_started_agent_is_set_up_like_a_spawned_one(tmp_path: Path, warm_agent: AgentProcess) -> None:
+    agent = warm_agent
+    inherit = {"PATH": os.environ["PATH"], "UPSTREAM_SECRET": "s3cret"}
+    env = agent_environment({"MARATHON_INVOCATION": "4", "PROBE_MODE": "exit"}, inherit=inherit)
+    outcome = agent.invoke(4, env=env, budget_s=30.0)
+    assert outcome.exit_code == 3
+    assert not outcome.timed_out
+    started = json.loads((tmp_path / "ws" / "started.json").read_text())
+    assert started["pid"] != os.getpid()
+    assert started["pgid"] == started["pid"] == started["sid"]  # its own session and process group
+    assert started["cwd"] == str(tmp_path / "ws")
+    assert started["env"] == env  # exactly the protocol environment, nothing of ours
+    assert started["stdin"] == ""
+    log = (tmp_path / "agent.log").read_text()
+    assert log.index("--- invocation 4 ---") < log.index("probe says hello on stdout")
+    assert "probe says hello on stderr" in log
+    assert "--- invocation 4: exit 3 after" in log
+    second = agent.invoke(5, env=env, budget_s=30.0)  # the next invocation is a new process
+    assert second.exit_code == 3
+    assert json.loads((tmp_path / "ws" / "started.json").read_text())["pid"] != started["pid"]
+
+
+def test_a_warm_started_agent_past_its_budget_is_killed_with_its_children(
+    tmp_path: Path, warm_agent: AgentProcess
+) -> None:
+    agent = warm_agent
+    began = time.monotonic()
+    outcome = agent.invoke(1, env=agent_environment({"PROBE_MODE": "sleep"}), budget_s=3.0)
+    assert outcome.timed_out
+    assert outcome.exit_code is None
+    assert time.monotonic() - began < 30
+    started = json.loads((tmp_path / "ws" / "started.json").read_text())
+    child = int((tmp_path / "ws" / "child.pid").read_text())
+    deadline = time.monotonic() + 5
+    while (_alive(child) or _alive(started["pid"])) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+    assert not _alive(started["pid"])
+    assert "killed at the budget" in (tmp_path / "agent.log").read_text()
+
+
+def test_a_child_left_by_a_finished_warm_agent_does_not_survive(
+    tmp_path: Path, warm_agent: AgentProcess
+) -> None:
+    agent = warm_agent
+    outcome = agent.invoke(2, env=agent_environment({"PROBE_MODE": "leave-child"}), budget_s=30.0)
+    assert outcome.exit_code == 3
+    child = int((tmp_path / "ws" / "child.pid").read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
