@@ -22,7 +22,7 @@ from orchestrator.rng import derive
 Entry = CodeFault | ConfigFault | ChaosFault
 
 # Bump whenever the same inputs would produce a different schedule, so old hashes never match new plans.
-SCHEDULE_VERSION = 1
+SCHEDULE_VERSION = 2
 
 _WHERE = "schedule parameters"
 
@@ -32,7 +32,9 @@ class ScheduleParams:
     """The knobs of the arrival process. Times are whole seconds on the schedule clock.
 
     ``ramp`` is the ratio of the arrival intensity at the end of the injection period to that at its start.
-    ``max_concurrent`` caps simultaneously active faults; ``None`` means no cap.
+    ``max_concurrent`` caps simultaneously active faults; ``None`` means no cap. ``exclusive_culprits`` makes
+    every service the culprit of at most one active fault: two faults on one service would mask each
+    other's symptoms and repairs, so neither could be told apart or verified as repaired.
     """
 
     fault_count: int = 60
@@ -43,6 +45,7 @@ class ScheduleParams:
     max_duration_s: int = 720
     delta_s: int = 120
     max_concurrent: int | None = None
+    exclusive_culprits: bool = True
 
     def __post_init__(self) -> None:
         problems = _param_problems(self)
@@ -74,6 +77,9 @@ def _param_problems(params: ScheduleParams) -> list[Problem]:
     ]
     if params.max_concurrent is not None:
         checks.append(_int_problem("max_concurrent", params.max_concurrent, minimum=1))
+    if not isinstance(params.exclusive_culprits, bool):
+        checks.append(Problem(_WHERE, None, "exclusive_culprits", repr(params.exclusive_culprits),
+                              "must be true or false"))  # fmt: skip
     ramp = params.ramp
     if isinstance(ramp, bool) or not isinstance(ramp, int | float) or not math.isfinite(ramp) or ramp <= 0:
         checks.append(Problem(_WHERE, None, "ramp", repr(ramp), "must be a finite number > 0"))
@@ -121,7 +127,8 @@ class Activation:
 
 @dataclass(frozen=True)
 class SkippedArrival:
-    """An arrival that was not placed: ``cap`` (the cap was reached) or ``conflict`` (no compatible entry)."""
+    """An arrival that was not placed: ``cap`` (the cap was reached at every boundary it could wait for) or
+    ``conflict`` (no compatible entry at any of them)."""
 
     arrival: int
     at_s: int
@@ -206,8 +213,9 @@ def plan_schedule(
     (inside the injection period) and its revert to the first boundary at or after its drawn duration
     (clipped to the run end), because the schedule clock only advances by invocation. A category is drawn
     with production weights over the categories present, then a compatible entry in it uniformly; a
-    category with no compatible entry is dropped and the draw repeated, and an arrival with no compatible
-    entry at all, or arriving while ``max_concurrent`` faults are active, is recorded as skipped.
+    category with no compatible entry is dropped and the draw repeated. An arrival that finds no compatible
+    entry, or ``max_concurrent`` faults active, drifts to the next boundary and tries again; one that is
+    still not placed at the last boundary of the injection period is recorded as skipped.
     """
     seed = check_seed(seed)
     params = params or ScheduleParams()
@@ -247,7 +255,9 @@ def _place(
     by_category: dict[Category, list[Entry]] = {}
     for entry in entries:
         by_category.setdefault(entry.category, []).append(entry)
-    keys = {entry.id: _interference_keys(entry) for entry in entries}
+    keys = {
+        entry.id: _conflict_keys(entry, exclusive_culprits=params.exclusive_culprits) for entry in entries
+    }
     base_weights = category_weights(by_category)
     last_boundary = params.injection_period_s - params.delta_s
     times = arrival_times(
@@ -259,27 +269,53 @@ def _place(
         # Drawn for every arrival, placed or not, so one skip does not shift the durations of the rest.
         drawn = durations_rng.uniform(params.min_duration_s, params.max_duration_s)
         at_s = min(_boundary_at_or_after(time_s, params.delta_s), last_boundary)
-        end_s = min(_boundary_at_or_after(at_s + drawn, params.delta_s), params.run_end_s)
-        live = [a for a in placed if a.end_s > at_s]  # reverts due at a boundary go before its injections
-        if params.max_concurrent is not None and len(live) >= params.max_concurrent:
-            skipped.append(SkippedArrival(arrival=arrival, at_s=at_s, reason="cap"))
-            continue
-        busy_ids = {a.entry_id for a in live}
-        busy_keys = frozenset().union(*(keys[a.entry_id] for a in live))
-        compatible = {e.id for e in entries if e.id not in busy_ids and keys[e.id].isdisjoint(busy_keys)}
-        chosen = _draw_entry(
-            categories_rng, entries_rng, by_category=by_category, weights=base_weights, compatible=compatible
-        )
-        if chosen is None:
-            skipped.append(SkippedArrival(arrival=arrival, at_s=at_s, reason="conflict"))
-            continue
-        placed.append(
-            Activation(
-                index=len(placed), arrival=arrival, at_s=at_s, duration_s=end_s - at_s, entry_id=chosen.id,
-                category=chosen.category, mechanism=str(chosen.mechanism), target=chosen.target,
-            )
-        )  # fmt: skip
-    return placed, skipped
+        reason = ""
+        while at_s <= last_boundary:
+            end_s = min(_boundary_at_or_after(at_s + drawn, params.delta_s), params.run_end_s)
+            # Faults placed by earlier arrivals that overlap [at_s, end_s); reverts due at a boundary go
+            # before its injections, so a fault ending at at_s does not overlap.
+            overlapping = [a for a in placed if a.at_s < end_s and a.end_s > at_s]
+            if params.max_concurrent is not None and _peak(overlapping, at_s, end_s) >= params.max_concurrent:
+                reason = "cap"
+            else:
+                busy_ids = {a.entry_id for a in overlapping}
+                busy_keys = frozenset().union(*(keys[a.entry_id] for a in overlapping))
+                compatible = {
+                    e.id for e in entries if e.id not in busy_ids and keys[e.id].isdisjoint(busy_keys)
+                }
+                chosen = _draw_entry(
+                    categories_rng, entries_rng, by_category=by_category, weights=base_weights,
+                    compatible=compatible,
+                )  # fmt: skip
+                if chosen is not None:
+                    placed.append(
+                        Activation(
+                            index=0, arrival=arrival, at_s=at_s, duration_s=end_s - at_s, entry_id=chosen.id,
+                            category=chosen.category, mechanism=str(chosen.mechanism), target=chosen.target,
+                        )
+                    )  # fmt: skip
+                    break
+                reason = "conflict"
+            at_s += params.delta_s
+        else:
+            skipped.append(SkippedArrival(arrival=arrival, at_s=at_s - params.delta_s, reason=reason))
+    ordered = sorted(placed, key=lambda a: (a.at_s, a.arrival))
+    return [dataclasses.replace(a, index=i) for i, a in enumerate(ordered)], skipped
+
+
+def _peak(activations: Sequence[Activation], start_s: int, end_s: int) -> int:
+    """The most of ``activations`` active at once within [start_s, end_s) (no side effects)."""
+    moments = {start_s} | {a.at_s for a in activations if start_s < a.at_s < end_s}
+    return max(sum(1 for a in activations if a.at_s <= t < a.end_s) for t in moments)
+
+
+def _conflict_keys(entry: Entry, *, exclusive_culprits: bool) -> frozenset[str]:
+    """Keys two active faults must not share: the entry's interference keys, and with ``exclusive_culprits``
+    one per culprit service (no side effects)."""
+    keys = _interference_keys(entry)
+    if exclusive_culprits:
+        keys |= {f"culprit:{service}" for service in entry.culprits}
+    return keys
 
 
 def _draw_entry(

@@ -68,6 +68,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--observation-period", type=int, default=defaults.observation_period_s, help="seconds after them"
     )
     parser.add_argument("--ramp", type=float, default=defaults.ramp, help="end-to-start intensity ratio")
+    parser.add_argument(
+        "--shared-culprits",
+        action="store_true",
+        help="let one service be the culprit of several active faults at once (default: one at a time)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -80,6 +85,7 @@ def params_from_args(args: argparse.Namespace) -> ScheduleParams:
             observation_period_s=args.observation_period,
             ramp=args.ramp,
             max_concurrent=args.max_concurrent,
+            exclusive_culprits=not args.shared_culprits,
         )
     except ScheduleError as exc:
         problems = [

@@ -11,6 +11,7 @@ from tests.test_schedule_catalog import APP, SERVICES, fixture_entries
 
 ALL_ENTRIES = fixture_entries()
 KEYS = {entry.id: interference_keys(entry) for entry in ALL_ENTRIES}
+CULPRITS = {entry.id: frozenset(entry.culprits) for entry in ALL_ENTRIES}
 
 
 @st.composite
@@ -26,6 +27,7 @@ def params(draw: st.DrawFn) -> ScheduleParams:
         max_duration_s=low + draw(st.integers(min_value=0, max_value=900)),
         delta_s=delta,
         max_concurrent=draw(st.none() | st.integers(min_value=1, max_value=12)),
+        exclusive_culprits=draw(st.booleans()),
     )
 
 
@@ -54,13 +56,17 @@ def test_every_activation_starts_in_the_injection_period_and_ends_by_the_run_end
 
 @settings(max_examples=150, deadline=None)
 @given(schedules())
-def test_no_two_overlapping_activations_share_an_entry_or_an_interference_key(schedule: Schedule) -> None:
+def test_no_two_overlapping_activations_share_an_entry_an_interference_key_or_a_culprit(
+    schedule: Schedule,
+) -> None:
     activations = schedule.activations
     for i, a in enumerate(activations):
         for b in activations[i + 1 :]:
             if a.at_s < b.end_s and b.at_s < a.end_s:
                 assert a.entry_id != b.entry_id
                 assert KEYS[a.entry_id].isdisjoint(KEYS[b.entry_id]), (a, b)
+                if schedule.params.exclusive_culprits:
+                    assert CULPRITS[a.entry_id].isdisjoint(CULPRITS[b.entry_id]), (a, b)
 
 
 @settings(max_examples=150, deadline=None)

@@ -23,6 +23,9 @@ class ScheduleOverrides(BaseModel):
     min_duration_s: int | None = Field(default=None, ge=1, le=WEEK_S)
     max_duration_s: int | None = Field(default=None, ge=1, le=WEEK_S)
     max_concurrent: int | None = Field(default=None, ge=1, le=1000)
+    exclusive_culprits: bool | None = Field(
+        default=None, description="one active fault per culprit service at a time (default true)"
+    )
     sample_step_s: int | None = Field(default=None, ge=5, le=3600)
 
 

@@ -35,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--injection-period", type=int, default=defaults.injection_period_s)
     parser.add_argument("--observation-period", type=int, default=defaults.observation_period_s)
     parser.add_argument("--max-concurrent", type=int, default=None)
+    parser.add_argument(
+        "--shared-culprits",
+        action="store_true",
+        help="let one service be the culprit of several active faults at once (default: one at a time)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/<run id>)")
     parser.add_argument("--runs", type=Path, default=defaults.runs_root, help="where runs and baselines live")
     parser.add_argument("--kubeconfig", type=Path, default=None, help="kube backend: the cluster")
@@ -64,6 +69,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         injection_period_s=args.injection_period,
         observation_period_s=args.observation_period,
         max_concurrent=args.max_concurrent,
+        exclusive_culprits=not args.shared_culprits,
         out=args.out,
         runs_root=args.runs,
         kubeconfig=args.kubeconfig,

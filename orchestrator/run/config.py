@@ -54,6 +54,7 @@ class RunConfig(BaseModel):
     min_duration_s: int = Field(default=240, ge=1)
     max_duration_s: int = Field(default=720, ge=1)
     max_concurrent: int | None = Field(default=None, ge=1)
+    exclusive_culprits: bool = True
     out: Path | None = None
     runs_root: Path = Path("runs")
     kubeconfig: Path | None = None
@@ -92,6 +93,7 @@ class RunConfig(BaseModel):
             max_duration_s=self.max_duration_s,
             delta_s=self.delta_s,
             max_concurrent=self.max_concurrent,
+            exclusive_culprits=self.exclusive_culprits,
         )
 
 
