@@ -3,7 +3,9 @@
 It groups the alerts it was shown by attributing each to the active faults exactly as METRICS.md does
 (namespace, a service in the fault's scope, start inside [inject, revert + grace]), files one incident per
 fault naming its culprits and full artifact, and applies the fault's minimal remedy once the incident holds
-an attributable alert (repairing earlier would silence the alerts that correlate it).
+an attributable alert (repairing earlier would silence the alerts that correlate it), never at the boundary
+the fault was injected at. A one-shot fault (a killed pod, remedy ``wait``) is the exception: its damage is
+done and its alerts follow anyway, so its workload is restarted at first sight, before it recovers by itself.
 
 The truth file (``MARATHON_ORACLE_TRUTH``, rewritten by the runner at each boundary) is a JSON object:
 ``{"now_s"?, "grace_s"?, "namespace"?, "faults": [{"fault_id", "catalog_id", "namespace"?, "target",
@@ -126,8 +128,12 @@ def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     if action == "set_feature_flag":
         flag = field.removeprefix("flags/")
         return ("set_feature_flag", {"incident_id": base["incident_id"], "flag": flag, "variant": str(value)})
+    if action == "wait":
+        # The fault heals by itself (a killed pod is replaced). One restart of the target still confirms that
+        # a clean replica serves, and only an intervention lets the probe credit a repair (METRICS.md, Rep).
+        return ("restart_service", base)
     if action != "update_config":
-        return None  # wait / none: the fault heals by itself
+        return None
     parts = field.split("/")
     if parts[0] == "env" and len(parts) == 2:
         return ("update_config", {**base, "env": {parts[1]: None if value is None else str(value)}})
@@ -205,15 +211,21 @@ def plan_oracle(
         for alert in alerts:
             if alert.alert_id not in fault["alert_ids"] and _attributable(alert, fault):
                 fault["alert_ids"].append(alert.alert_id)
-        if not fault["alert_ids"]:
+        # A one-shot fault (a killed pod) did its damage at injection and its alerts follow whatever the
+        # agent does, so it is answered at first sight; recovery would otherwise come before any remedy.
+        one_shot = fault["remedy"]["action"] == "wait"
+        if not fault["alert_ids"] and not one_shot:
             continue  # nothing to correlate yet: reporting or repairing now would earn nothing
         status = "mitigated" if fault["remedied"] else "open"
         snapshot = [sorted(fault["alert_ids"]), status]
-        if fault["reported"] != snapshot:
+        if fault["alert_ids"] and fault["reported"] != snapshot:
             fault["reported"] = snapshot
             reports.append(_report(fault, status))
         call = remedy_call(fault)
-        due = fault["active"] and not fault["remedied"] and fault["attempts"] < MAX_ATTEMPTS
+        # At the boundary of its injection any other fault has not acted yet; an alert already attributable
+        # to it comes from an overlapping fault, and a remedy now would precede the symptom it is to cure.
+        started = one_shot or now_s is None or now_s > fault["inject_s"]
+        due = fault["active"] and not fault["remedied"] and fault["attempts"] < MAX_ATTEMPTS and started
         if call is not None and due:
             fault["attempts"] += 1
             calls.append(Call(fault_id=fault_id, tool=call[0], args=call[1]))
@@ -237,6 +249,8 @@ def record_remedy(state: dict[str, Any], fault_id: str, *, ok: bool) -> tuple[di
     if not ok:
         return new, None
     fault["remedied"] = True
+    if not fault["alert_ids"]:
+        return new, None  # reported as mitigated once an alert to file it under arrives
     fault["reported"] = [sorted(fault["alert_ids"]), "mitigated"]
     return new, _report(fault, "mitigated")
 

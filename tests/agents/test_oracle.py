@@ -65,6 +65,32 @@ def test_a_fault_without_an_attributable_alert_is_neither_reported_nor_repaired_
     assert plan.reports == () and plan.calls == ()
 
 
+def test_no_remedy_at_the_boundary_of_the_injection_even_with_an_attributable_alert() -> None:
+    # An alert starting at the injection boundary comes from before the fault could act.
+    alerts = [alert("a1", "ServiceHighErrorRatio", 100.0, service="cartservice")]
+    at_injection = plan_oracle(alerts, truth(CART, now_s=100.0), {}, namespace=NS)
+    assert [r.alert_ids for r in at_injection.reports] == [("a1",)]
+    assert at_injection.calls == ()
+    next_boundary = plan_oracle(alerts, truth(CART, now_s=220.0), at_injection.state, namespace=NS)
+    assert [c.tool for c in next_boundary.calls] == ["update_config"]
+
+
+def test_a_killed_pod_is_restarted_at_first_sight_and_reported_once_an_alert_arrives() -> None:
+    killed = fault("f3", target="cartservice", scope=["cartservice", "frontend"], inject_s=300.0,
+                   artifact="pod:cartservice", remedy={"action": "wait"})  # fmt: skip
+    first = plan_oracle([], truth(killed, now_s=300.0), {}, namespace=NS)
+    assert first.reports == ()
+    assert [(c.tool, c.args["service"]) for c in first.calls] == [("restart_service", "cartservice")]
+    state, follow_up = record_remedy(first.state, "f3", ok=True)
+    assert follow_up is None  # nothing to file it under yet
+    alerts = [alert("a1", "KubePodReplaced", 330.0, service="cartservice")]
+    later = plan_oracle(alerts, truth(killed, now_s=420.0), state, namespace=NS)
+    assert [(r.incident_id, r.alert_ids, r.status) for r in later.reports] == [
+        ("oracle-f3", ("a1",), "mitigated")
+    ]
+    assert later.calls == ()
+
+
 def test_a_remedy_is_applied_once_and_the_incident_is_then_mitigated() -> None:
     alerts = [alert("a1", "ServiceHighErrorRatio", 130.0, service="cartservice")]
     first = plan_oracle(alerts, truth(CART), {}, namespace=NS)
@@ -127,7 +153,11 @@ def test_remedies_map_to_their_tools() -> None:
     assert scale == ("scale_service", {"incident_id": "oracle-f", "service": "cart", "replicas": 1})
     cleared = remedy_call({**base, "remedy": {"action": "update_config", "field": "resources/limits/cpu"}})
     assert cleared == ("rollback_service", {"incident_id": "oracle-f", "service": "ad"})
-    assert remedy_call({**base, "remedy": {"action": "wait"}}) is None
+    # A killed pod heals by itself; the oracle still restarts its workload once (the intervention Rep needs).
+    assert remedy_call({**base, "remedy": {"action": "wait"}}) == (
+        "restart_service",
+        {"incident_id": "oracle-f", "service": "ad"},
+    )
 
 
 def test_without_a_boundary_time_the_newest_alert_bounds_a_reverted_faults_window() -> None:
