@@ -1,9 +1,11 @@
 """The world a marathon runs against, and its clock: a twin in this process (stepped or realtime) with a
 fresh per-run Prometheus, or a real cluster given by kubeconfig and Prometheus URL.
 
-Schedule time is the only clock the runner's logic reads (``now_s``). The stepped twin's schedule time is
-its simulated time; the realtime twin's too (it advances by itself); a real cluster's is the monotonic
-wall clock since the run started, which is the one place wall time becomes schedule time.
+Schedule time is the only clock the runner's logic reads (``now_s``). The twin's schedule time is its
+simulated time less its warm-up (it boots, serves, and runs five quiet minutes before schedule time 0, as a
+real marathon starts on a deployed, steady application); the realtime twin's clock then advances by itself.
+A real cluster's is the monotonic wall clock since the run started, which is the one place wall time
+becomes schedule time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from orchestrator.twin.timefmt import EPOCH
 
 REALTIME_POLL_S = 0.05
 REALTIME_SETTLE_S = 1.0
+# Before schedule time 0 the twin runs until every Deployment serves, then this much longer, so the longest
+# window the rule pack and the probes read (5 minutes) holds only the serving application.
+WARMUP_QUIET_S = 300.0
+WARMUP_LIMIT_S = 1800.0
 
 
 class World(Protocol):
@@ -50,14 +56,21 @@ class World(Protocol):
 
 @dataclass
 class TwinWorld:
-    """A twin in this process pushing to a Prometheus started for the run."""
+    """A twin in this process pushing to a Prometheus started for the run.
+
+    ``offset_s`` is the twin's own time at schedule time 0: the warm-up before it (``warm_up``).
+    """
 
     running: RunningTwin
     prometheus: PrometheusServer
     kubeconfig: Path
     frozen: bool
-    origin_epoch_s: float = EPOCH.timestamp()
+    offset_s: float = 0.0
     _client: KubeClient | None = field(default=None, repr=False)
+
+    @property
+    def origin_epoch_s(self) -> float:
+        return EPOCH.timestamp() + self.offset_s
 
     @property
     def traces_url(self) -> str | None:
@@ -71,7 +84,31 @@ class TwinWorld:
             self.running.twin.start_clock()
 
     def now_s(self) -> float:
-        return self.running.twin.now
+        return self.running.twin.now - self.offset_s
+
+    def warm_up(self) -> float:
+        """Before the run: step the frozen twin until every Deployment of the app has all its replicas
+        available, then ``WARMUP_QUIET_S`` more, and make that schedule time 0; the warm-up's length.
+
+        A run whose application never becomes ready refuses to start (``OrchestratorError`` naming the
+        Deployments) rather than inject faults into an application that was never serving.
+        """
+        client = self.client()
+        namespace = self.running.twin.namespace
+        started = self.running.twin.now
+        while True:
+            waiting = _unavailable(client, namespace)
+            if not waiting:
+                break
+            if self.running.twin.now - started >= WARMUP_LIMIT_S:
+                raise OrchestratorError(
+                    f"{namespace}: not every Deployment became available within {WARMUP_LIMIT_S:.0f} s of "
+                    f"simulated time; still waiting for {', '.join(waiting)}"
+                )
+            self.running.advance(STEP_SECONDS)
+        self.running.advance(WARMUP_QUIET_S)
+        self.offset_s = self.running.twin.now
+        return self.offset_s - started
 
     def advance_to(self, t_s: float, *, stop: threading.Event) -> float:
         """Stepped: move the world to ``t_s`` (not back: injections may have settled it past).
@@ -126,9 +163,25 @@ def start_twin_world(*, app: str, seed: int, run_dir: Path, clock: str, speed: f
     except BaseException:
         prometheus.stop()
         raise
-    return TwinWorld(
+    world = TwinWorld(
         running=running, prometheus=prometheus, kubeconfig=running.kubeconfig, frozen=clock == "stepped"
     )
+    try:
+        world.warm_up()
+    except BaseException:
+        world.stop()
+        raise
+    return world
+
+
+def _unavailable(client: KubeClient, namespace: str) -> list[str]:
+    """Deployments of ``namespace`` with fewer available replicas than they want (reads the cluster)."""
+    waiting = []
+    for deployment in client.list_objects("Deployment", namespace=namespace):
+        wanted = deployment.get("spec", {}).get("replicas", 1)
+        if (deployment.get("status", {}).get("availableReplicas") or 0) < wanted:
+            waiting.append(str(deployment["metadata"]["name"]))
+    return sorted(waiting)
 
 
 @dataclass

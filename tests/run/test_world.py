@@ -1,0 +1,51 @@
+"""The twin world's warm-up: schedule time 0 is a serving application, or the run does not start."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import OrchestratorError
+from orchestrator.run import world as world_module
+from orchestrator.run.world import WARMUP_QUIET_S, start_twin_world
+from orchestrator.twin.timefmt import EPOCH
+
+pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed")
+
+
+def test_schedule_time_zero_comes_after_every_deployment_serves_and_a_quiet_window(tmp_path: Path) -> None:
+    world = start_twin_world(app="train-ticket", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
+    try:
+        assert world.now_s() == 0.0
+        # Train Ticket's Java services need most of a minute before they serve.
+        assert world.offset_s > WARMUP_QUIET_S
+        assert world.origin_epoch_s == EPOCH.timestamp() + world.offset_s
+        deployments = world.client().list_objects("Deployment", namespace="train-ticket")
+        assert len(deployments) == 50
+        for deployment in deployments:
+            assert deployment["status"]["availableReplicas"] >= deployment["spec"]["replicas"]
+        assert world.advance_to(120.0, stop=threading.Event()) == 120.0
+    finally:
+        world.stop()
+
+
+def test_an_application_that_never_serves_stops_the_run_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(world_module, "WARMUP_LIMIT_S", 10.0)
+    stopped: list[bool] = []
+    real_stop = world_module.TwinWorld.stop
+
+    def stop(self: world_module.TwinWorld) -> None:
+        stopped.append(True)
+        real_stop(self)
+
+    monkeypatch.setattr(world_module.TwinWorld, "stop", stop)
+    with pytest.raises(OrchestratorError) as raised:
+        start_twin_world(app="train-ticket", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
+    assert "train-ticket: not every Deployment became available within 10 s" in str(raised.value)
+    assert "ts-order-service" in str(raised.value)
+    assert stopped == [True]  # its twin and Prometheus are not left running
