@@ -4,13 +4,14 @@ It groups the alerts it was shown by attributing each to the active faults exact
 (namespace, a service in the fault's scope, start inside [inject, revert + grace]), files one incident per
 fault naming its culprits and full artifact, and applies the fault's minimal remedy once the incident holds
 an attributable alert (repairing earlier would silence the alerts that correlate it), never at the boundary
-the fault was injected at. A one-shot fault (a killed pod, remedy ``wait``) is the exception: its damage is
-done and its alerts follow anyway, so its workload is restarted at first sight, before it recovers by itself.
+the fault was injected at. A one-shot fault (``one_shot``: a killed pod, which the cluster replaces by itself)
+is the exception: its damage is done and its alerts follow anyway, so its workload is restarted at first
+sight, before it recovers by itself.
 
 The truth file (``MARATHON_ORACLE_TRUTH``, rewritten by the runner at each boundary) is a JSON object:
 ``{"now_s"?, "grace_s"?, "namespace"?, "faults": [{"fault_id", "catalog_id", "namespace"?, "target",
 "culprits", "artifact", "scope", "inject_s", "revert_s"?, "remedy": {"action", "service", "field",
-"value"}}]}``. A fault that leaves the file was reverted after the last boundary that listed it.
+"value"}, "one_shot"?}]}``. A fault that leaves the file was reverted after the last boundary that listed it.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class TruthFault(BaseModel):
     inject_s: float
     revert_s: float | None = None
     remedy: Remedy
+    one_shot: bool = False
 
 
 class Truth(BaseModel):
@@ -129,9 +131,11 @@ def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         flag = field.removeprefix("flags/")
         return ("set_feature_flag", {"incident_id": base["incident_id"], "flag": flag, "variant": str(value)})
     if action == "wait":
-        # The fault heals by itself (a killed pod is replaced). One restart of the target still confirms that
-        # a clean replica serves, and only an intervention lets the probe credit a repair (METRICS.md, Rep).
-        return ("restart_service", base)
+        if fault.get("one_shot"):
+            # A killed pod is replaced by itself. One restart of the target still confirms that a clean
+            # replica serves, and only an intervention lets the probe credit a repair (METRICS.md, Rep).
+            return ("restart_service", base)
+        return None  # nothing the tools reach ends it (chaos the agent cannot see): wait for the revert
     if action != "update_config":
         return None
     parts = field.split("/")
@@ -213,7 +217,7 @@ def plan_oracle(
                 fault["alert_ids"].append(alert.alert_id)
         # A one-shot fault (a killed pod) did its damage at injection and its alerts follow whatever the
         # agent does, so it is answered at first sight; recovery would otherwise come before any remedy.
-        one_shot = fault["remedy"]["action"] == "wait"
+        one_shot = bool(fault.get("one_shot"))
         if not fault["alert_ids"] and not one_shot:
             continue  # nothing to correlate yet: reporting or repairing now would earn nothing
         status = "mitigated" if fault["remedied"] else "open"

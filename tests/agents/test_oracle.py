@@ -77,7 +77,7 @@ def test_no_remedy_at_the_boundary_of_the_injection_even_with_an_attributable_al
 
 def test_a_killed_pod_is_restarted_at_first_sight_and_reported_once_an_alert_arrives() -> None:
     killed = fault("f3", target="cartservice", scope=["cartservice", "frontend"], inject_s=300.0,
-                   artifact="pod:cartservice", remedy={"action": "wait"})  # fmt: skip
+                   artifact="pod:cartservice", remedy={"action": "wait"}, one_shot=True)  # fmt: skip
     first = plan_oracle([], truth(killed, now_s=300.0), {}, namespace=NS)
     assert first.reports == ()
     assert [(c.tool, c.args["service"]) for c in first.calls] == [("restart_service", "cartservice")]
@@ -89,6 +89,16 @@ def test_a_killed_pod_is_restarted_at_first_sight_and_reported_once_an_alert_arr
         ("oracle-f3", ("a1",), "mitigated")
     ]
     assert later.calls == ()
+
+
+def test_lasting_chaos_with_no_remedy_is_left_to_its_revert_and_reported_only_with_an_alert() -> None:
+    stressed = fault("f4", target="cartservice", scope=["cartservice", "frontend"], inject_s=300.0,
+                     artifact="memory:cartservice", remedy={"action": "wait"})  # fmt: skip
+    first = plan_oracle([], truth(stressed, now_s=300.0), {}, namespace=NS)
+    assert first.reports == () and first.calls == ()
+    alerts = [alert("a1", "KubeContainerOOMKilled", 330.0, service="cartservice")]
+    later = plan_oracle(alerts, truth(stressed, now_s=420.0), first.state, namespace=NS)
+    assert [r.status for r in later.reports] == ["open"] and later.calls == ()
 
 
 def test_a_remedy_is_applied_once_and_the_incident_is_then_mitigated() -> None:
@@ -154,10 +164,11 @@ def test_remedies_map_to_their_tools() -> None:
     cleared = remedy_call({**base, "remedy": {"action": "update_config", "field": "resources/limits/cpu"}})
     assert cleared == ("rollback_service", {"incident_id": "oracle-f", "service": "ad"})
     # A killed pod heals by itself; the oracle still restarts its workload once (the intervention Rep needs).
-    assert remedy_call({**base, "remedy": {"action": "wait"}}) == (
+    assert remedy_call({**base, "one_shot": True, "remedy": {"action": "wait"}}) == (
         "restart_service",
         {"incident_id": "oracle-f", "service": "ad"},
     )
+    assert remedy_call({**base, "remedy": {"action": "wait"}}) is None  # chaos that only its end cures
 
 
 def test_without_a_boundary_time_the_newest_alert_bounds_a_reverted_faults_window() -> None:

@@ -68,3 +68,23 @@ def test_the_oracle_truth_is_what_the_oracle_reads() -> None:
     assert seen.inject_s == 245.0
     assert seen.remedy.action == entry.remedy.action
     assert (truth.now_s, truth.grace_s, truth.namespace) == (245.0, 120.0, "online-boutique")
+    assert seen.one_shot is False
+
+
+def test_only_a_fault_that_heals_by_itself_is_one_shot_for_the_oracle() -> None:
+    catalog = load_catalog("online-boutique")
+    kinds = {}
+    for entry_id in ("ob-cart-container-kill", "ob-cart-redis-partition"):
+        entry = catalog.by_id[entry_id]
+        handle = Handle(fault_id="f1", entry_id=entry.id, mechanism=entry.mechanism, kind="PodChaos",
+                        namespace="chaos-mesh", name="f1")  # fmt: skip
+        activation = Activation(
+            index=1, arrival=1, at_s=120, duration_s=240, entry_id=entry.id, category=entry.category,
+            mechanism=str(entry.mechanism), target=entry.target,
+        )  # fmt: skip
+        fault = LiveFault("f1", activation, entry, handle, 120.0, tuple(sorted(catalog.scope(entry))))
+        (seen,) = Truth.model_validate(
+            oracle_truth([fault], now_s=120.0, grace_s=120.0, namespace="ob")
+        ).faults
+        kinds[entry_id] = seen.one_shot
+    assert kinds == {"ob-cart-container-kill": True, "ob-cart-redis-partition": False}
