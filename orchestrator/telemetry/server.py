@@ -136,6 +136,9 @@ def start_prometheus(
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=home,
+        # Out of the terminal's process group: Ctrl-C asks the run to stop cleanly, and the run still needs
+        # its Prometheus for that; the server ends with the run (stop(), or the parent-death signal).
+        start_new_session=True,
     )
     log.close()
     server = PrometheusServer(url=f"http://127.0.0.1:{port}", data_dir=data_dir, process=process)

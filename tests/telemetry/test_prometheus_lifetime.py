@@ -49,3 +49,25 @@ def test_prometheus_stops_when_the_process_that_started_it_is_killed(tmp_path: P
     if survived:
         os.kill(pid, signal.SIGTERM)
     assert not survived, f"prometheus {pid} outlived the process that started it"
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs prometheus")
+def test_ctrl_c_at_the_terminal_leaves_the_runs_prometheus_to_the_run(tmp_path: Path) -> None:
+    # The starter stands for a run that handles Ctrl-C itself (a clean stop that still queries Prometheus).
+    ignoring = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n" + STARTER
+    starter = subprocess.Popen(
+        [sys.executable, "-c", ignoring, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's foreground job has
+    )  # fmt: skip
+    assert starter.stdout is not None
+    pid = int(starter.stdout.readline())
+    try:
+        os.killpg(starter.pid, signal.SIGINT)  # what Ctrl-C sends: the whole foreground group
+        time.sleep(1.0)
+        assert starter.poll() is None
+        assert _alive(pid), "Ctrl-C reached the run's Prometheus"
+    finally:
+        starter.kill()
+        starter.wait()
+        if _alive(pid):  # without setpriv nothing else ends it
+            os.kill(pid, signal.SIGTERM)
