@@ -34,8 +34,11 @@ WARMUP_LIMIT_S = 1800.0
 class World(Protocol):
     kubeconfig: Path
     prometheus: PrometheusServer
-    origin_epoch_s: float  # Unix time of schedule time 0 in the clock of the cluster's timestamps and series
     frozen: bool  # True when nothing moves while the agent runs (the stepped twin)
+
+    @property
+    def origin_epoch_s(self) -> float:
+        """Unix time of schedule time 0 in the clock of the cluster's timestamps and series."""
 
     @property
     def traces_url(self) -> str | None: ...
