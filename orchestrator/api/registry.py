@@ -15,6 +15,7 @@ from sqlalchemy import (
     Column,
     Engine,
     Float,
+    Index,
     Integer,
     MetaData,
     String,
@@ -27,7 +28,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from orchestrator.errors import ConfigError
 
@@ -72,6 +73,15 @@ runs = Table(
     Column("score_json", Text),
     Column("marathon_score", Float),
 )
+# At most one active run per cluster target, kept by the database itself, so two servers (or two request
+# threads) starting runs at the same moment cannot both pass the check.
+_one_active = runs.c.status.in_(ACTIVE)
+Index("runs_seq_unique", runs.c.seq, unique=True)
+Index(
+    "runs_one_active_per_target", runs.c.target, unique=True, sqlite_where=_one_active,
+    postgresql_where=_one_active,
+)  # fmt: skip
+CREATE_ATTEMPTS = 50
 
 
 @dataclass(frozen=True)
@@ -152,6 +162,8 @@ class Registry:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
             metadata.create_all(self.engine)
+            for index in runs.indexes:  # a registry written by an older release lacks the newer ones
+                index.create(self.engine, checkfirst=True)
         except SQLAlchemyError as exc:
             raise ConfigError(f"--db {url!r}: cannot open the run registry: {exc}") from exc
 
@@ -161,25 +173,41 @@ class Registry:
             yield connection
 
     def create(self, *, fields: dict[str, Any]) -> RunRow:
-        """Insert a queued run; ``TargetBusy`` when a run is active on its target (checked atomically)."""
-        with self._tx() as tx:
-            busy = tx.execute(
-                select(runs.c.id).where(runs.c.target == fields["target"], runs.c.status.in_(ACTIVE))
-            ).first()
+        """Insert a queued run; ``TargetBusy`` when a run is active on its target.
+
+        The database's unique indexes decide races: a second active run on the target, or a sequence
+        number another writer took first, fails the insert, which is then answered or retried.
+        """
+        for _ in range(CREATE_ATTEMPTS):
+            busy = self._active_on(fields["target"])
             if busy is not None:
-                raise TargetBusy(busy[0])
-            seq = (tx.execute(select(func.max(runs.c.seq))).scalar() or 0) + 1
-            values = {
-                **fields,
-                "seq": seq,
-                "config_json": json.dumps(fields["config_json"], sort_keys=True),
-                "home": str(fields["home"]),
-                "status": "queued",
-            }
-            tx.execute(runs.insert().values(**values))
-        found = self.get(fields["id"])
-        assert found is not None
-        return found
+                raise TargetBusy(busy)
+            try:
+                with self._tx() as tx:
+                    seq = (tx.execute(select(func.max(runs.c.seq))).scalar() or 0) + 1
+                    values = {
+                        **fields,
+                        "seq": seq,
+                        "config_json": json.dumps(fields["config_json"], sort_keys=True),
+                        "home": str(fields["home"]),
+                        "status": "queued",
+                    }
+                    tx.execute(runs.insert().values(**values))
+            except IntegrityError:
+                if self.get(fields["id"]) is not None:
+                    raise
+                continue  # another run took the target (answered above) or this sequence number
+            found = self.get(fields["id"])
+            assert found is not None
+            return found
+        raise ConfigError(f"run {fields['id']}: could not be registered after {CREATE_ATTEMPTS} attempts")
+
+    def _active_on(self, target: str) -> str | None:
+        with self._tx() as tx:
+            row = tx.execute(
+                select(runs.c.id).where(runs.c.target == target, runs.c.status.in_(ACTIVE))
+            ).first()
+        return None if row is None else str(row[0])
 
     def get(self, run_id: str) -> RunRow | None:
         with self._tx() as tx:

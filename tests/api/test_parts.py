@@ -50,8 +50,8 @@ def _scored(registry: Registry, run_id: str, score: float, *, agent: str = "noop
     return row
 
 
-def test_the_leaderboard_keeps_the_best_and_the_latest_score_per_app_and_agent(tmp_path: Path) -> None:
-    registry = Registry(f"sqlite:///{tmp_path / 'r.sqlite'}")
+def test_the_leaderboard_keeps_the_best_and_the_latest_score_per_app_and_agent(registry_url: str) -> None:
+    registry = Registry(registry_url)
     _scored(registry, "a", 40.0)
     _scored(registry, "b", 70.0)
     _scored(registry, "c", 70.0)
@@ -66,9 +66,9 @@ def test_the_leaderboard_keeps_the_best_and_the_latest_score_per_app_and_agent(t
 
 
 def test_the_registry_refuses_a_second_active_run_on_one_target_and_survives_reopening(
-    tmp_path: Path,
+    registry_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    url = registry_url
     registry = Registry(url)
     registry.create(fields=_fields("one", target="kube:/k"))
     with pytest.raises(TargetBusy) as busy:
@@ -82,6 +82,36 @@ def test_the_registry_refuses_a_second_active_run_on_one_target_and_survives_reo
     assert total == 1 and rows[0].active_faults == ["f001", "f002"]
     total, rows = reopened.page(offset=1, limit=1)
     assert total == 2 and [r.id for r in rows] == ["one"]  # newest first
+
+
+def test_concurrent_starts_on_one_target_admit_exactly_one_run(registry_url: str) -> None:
+    registry = Registry(registry_url)
+    barrier = threading.Barrier(8)
+    outcomes: dict[str, str] = {}
+
+    def start(run_id: str) -> None:
+        barrier.wait()
+        try:
+            registry.create(fields=_fields(run_id, target="kube:/shared"))
+            outcomes[run_id] = "created"
+        except TargetBusy as busy:
+            outcomes[run_id] = f"busy:{busy.run_id}"
+
+    threads = [threading.Thread(target=start, args=(f"r{i}",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    created = [run_id for run_id, outcome in outcomes.items() if outcome == "created"]
+    assert len(created) == 1, outcomes
+    assert all(
+        outcome == f"busy:{created[0]}" for run_id, outcome in outcomes.items() if run_id not in created
+    )
+    for i in range(5):  # other targets at the same time: every run gets its own sequence number
+        registry.create(fields=_fields(f"other{i}", target=f"twin:other{i}"))
+    total, rows = registry.page(limit=100)
+    assert total == 6
+    assert len({row.seq for row in rows}) == 6
 
 
 def test_a_request_becomes_the_runner_configuration_and_its_problems_point_into_the_body(
@@ -194,8 +224,10 @@ def test_start_up_recovery_leaves_runs_another_live_process_follows_and_interrup
     assert registry.active() == []
 
 
-def test_the_nightly_job_is_kept_in_the_registry_database_with_its_cron_trigger(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'r.sqlite'}"
+def test_the_nightly_job_is_kept_in_the_registry_database_with_its_cron_trigger(
+    tmp_path: Path, registry_url: str
+) -> None:
+    url = registry_url
     config = tmp_path / "nightly.yaml"
     config.write_text(
         "cron: '30 3 * * 1'\napps: [online-boutique]\nagents: [noop]\nseeds: [1]\n", encoding="utf-8"
