@@ -120,7 +120,7 @@ class AgentProcess:
             log.flush()
             try:
                 if self._template is None:
-                    self._template = warmstart.Template(module)
+                    self._template = warmstart.Template(module, env=agent_environment({}))
                 pid = self._template.fork(workspace=self.workspace, env=env, log_path=self.log_path)
                 return _Forked(self._template, pid)
             except AgentError as exc:

@@ -48,10 +48,13 @@ def warm_module(command: Sequence[str]) -> str | None:
 class Template:
     """The runner's side of one template process."""
 
-    def __init__(self, module: str, *, python: str | None = None) -> None:
+    def __init__(self, module: str, *, env: Mapping[str, str], python: str | None = None) -> None:
+        """``env`` is the template's own environment: the allow-listed part of ours, so that nothing of the
+        orchestrator's (an upstream model key, say) is in the process the agents are forked from."""
         self.module = module
         self._process = subprocess.Popen(
             [python or sys.executable, "-m", "orchestrator.run.warmstart", module],
+            env=dict(env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             start_new_session=True,  # a terminal's Ctrl-C is the runner's to handle, not the template's

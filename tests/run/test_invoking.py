@@ -95,8 +95,11 @@ def test_only_this_interpreter_running_a_builtin_agent_module_is_warm_started() 
     assert warmstart.warm_module(["bash", "agent.sh"]) is None
 
 
-def test_a_warm_started_agent_is_set_up_like_a_spawned_one(tmp_path: Path, warm_agent: AgentProcess) -> None:
+def test_a_warm_started_agent_is_set_up_like_a_spawned_one(
+    tmp_path: Path, warm_agent: AgentProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
     agent = warm_agent
+    monkeypatch.setenv("UPSTREAM_SECRET", "s3cret")  # in our environment when the template starts
     inherit = {"PATH": os.environ["PATH"], "UPSTREAM_SECRET": "s3cret"}
     env = agent_environment({"MARATHON_INVOCATION": "4", "PROBE_MODE": "exit"}, inherit=inherit)
     outcome = agent.invoke(4, env=env, budget_s=30.0)
@@ -112,6 +115,9 @@ def test_a_warm_started_agent_is_set_up_like_a_spawned_one(tmp_path: Path, warm_
     assert log.index("--- invocation 4 ---") < log.index("probe says hello on stdout")
     assert "probe says hello on stderr" in log
     assert "--- invocation 4: exit 3 after" in log
+    template = agent._template
+    assert template is not None
+    assert b"UPSTREAM_SECRET" not in Path(f"/proc/{template._process.pid}/environ").read_bytes()
     second = agent.invoke(5, env=env, budget_s=30.0)  # the next invocation is a new process
     assert second.exit_code == 3
     assert json.loads((tmp_path / "ws" / "started.json").read_text())["pid"] != started["pid"]
