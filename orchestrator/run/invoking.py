@@ -183,12 +183,20 @@ class _Forked:
 
     def wait(self, timeout: float) -> bool:
         if self.code is None:
-            self.code = self.template.wait(timeout)
+            self.code = self._exit_code(timeout)
         return self.code is not None
 
     def kill_and_reap(self) -> int:
         if self.code is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-            self.code = self.template.wait(warmstart.READY_TIMEOUT_S)
+            self.code = self._exit_code(warmstart.READY_TIMEOUT_S)
         return self.code if self.code is not None else -1
+
+    def _exit_code(self, timeout: float) -> int | None:
+        try:
+            return self.template.wait(timeout)
+        except AgentError:
+            # The template died: nobody will report this child's exit. It is ended with its process group
+            # after the invocation, and the next invocation finds the template gone and spawns instead.
+            return -1

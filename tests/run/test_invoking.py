@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,7 +85,6 @@ def warm_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Agen
     agent = AgentProcess(command, workspace=tmp_path / "ws", log_path=tmp_path / "agent.log")
     yield agent
     agent.close()
-    assert "warm start failed" not in (tmp_path / "agent.log").read_text()
 
 
 def test_only_this_interpreter_running_a_builtin_agent_module_is_warm_started() -> None:
@@ -115,6 +116,7 @@ def test_a_warm_started_agent_is_set_up_like_a_spawned_one(
     assert log.index("--- invocation 4 ---") < log.index("probe says hello on stdout")
     assert "probe says hello on stderr" in log
     assert "--- invocation 4: exit 3 after" in log
+    assert "warm start failed" not in log
     template = agent._template
     assert template is not None
     assert b"UPSTREAM_SECRET" not in Path(f"/proc/{template._process.pid}/environ").read_bytes()
@@ -139,7 +141,8 @@ def test_a_warm_started_agent_past_its_budget_is_killed_with_its_children(
         time.sleep(0.05)
     assert not _alive(child)
     assert not _alive(started["pid"])
-    assert "killed at the budget" in (tmp_path / "agent.log").read_text()
+    log = (tmp_path / "agent.log").read_text()
+    assert "killed at the budget" in log and "warm start failed" not in log
 
 
 def test_a_child_left_by_a_finished_warm_agent_does_not_survive(
@@ -153,3 +156,31 @@ def test_a_child_left_by_a_finished_warm_agent_does_not_survive(
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child)
+
+
+def test_an_invocation_survives_the_death_of_the_template_and_the_next_one_is_spawned(
+    tmp_path: Path, warm_agent: AgentProcess
+) -> None:
+    agent = warm_agent
+    env = agent_environment({"PROBE_MODE": "sleep"})
+    killer = threading.Timer(1.5, lambda: os.kill(_template_pid(agent), signal.SIGKILL))
+    killer.start()
+    outcome = agent.invoke(1, env=env, budget_s=20.0)
+    killer.join()
+    assert outcome.exit_code == -1 and not outcome.timed_out
+    started = json.loads((tmp_path / "ws" / "started.json").read_text())
+    child = int((tmp_path / "ws" / "child.pid").read_text())
+    deadline = time.monotonic() + 5
+    while (_alive(child) or _alive(started["pid"])) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child) and not _alive(started["pid"])  # its process group went with the invocation
+    second = agent.invoke(2, env=agent_environment({"PROBE_MODE": "exit"}), budget_s=20.0)
+    assert second.exit_code == 3
+    log = (tmp_path / "agent.log").read_text()
+    assert "warm start failed" in log and "spawning the command instead" in log
+
+
+def _template_pid(agent: AgentProcess) -> int:
+    template = agent._template
+    assert template is not None
+    return template._process.pid

@@ -29,3 +29,7 @@ def main() -> int:
     if mode == "sleep":
         time.sleep(60)
     return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
