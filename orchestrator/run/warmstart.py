@@ -60,7 +60,10 @@ class Template:
             start_new_session=True,  # a terminal's Ctrl-C is the runner's to handle, not the template's
         )
         self._buffer = b""
-        self._read(READY_TIMEOUT_S)  # {"ready": true} once the imports are done
+        if self._read(READY_TIMEOUT_S) is None:  # {"ready": true} once the imports are done
+            self._process.kill()
+            self.close()
+            raise AgentError(f"the agent template for {module} was not ready within {READY_TIMEOUT_S:.0f} s")
 
     def fork(self, *, workspace: Path, env: Mapping[str, str], log_path: Path) -> int:
         """Start one invocation; the pid of its process (also its process group and session)."""
