@@ -226,7 +226,7 @@ def plan_oracle(
             fault["reported"] = snapshot
             reports.append(_report(fault, status))
         call = remedy_call(fault)
-        # At the boundary of its injection any other fault has not acted yet; an alert already attributable
+        # At the boundary of its injection a lasting fault has not acted yet; an alert already attributable
         # to it comes from an overlapping fault, and a remedy now would precede the symptom it is to cure.
         started = one_shot or now_s is None or now_s > fault["inject_s"]
         due = fault["active"] and not fault["remedied"] and fault["attempts"] < MAX_ATTEMPTS and started
