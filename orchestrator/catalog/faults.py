@@ -327,6 +327,11 @@ class _Entry(_Strict):
     def responsible(self) -> Artifact:
         return Artifact.parse(self.artifact)
 
+    @property
+    def heals_by_itself(self) -> bool:
+        """Whether the fault ends without any revert (a killed pod comes back): only chaos can."""
+        return False
+
     def content_hash(self) -> str:
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
@@ -385,6 +390,10 @@ class ChaosFault(_Entry):
 
     def slot(self) -> str:
         return f"{self.target}/chaos/{self.inject.kind}"
+
+    @property
+    def heals_by_itself(self) -> bool:
+        return self.revert == "await-recovery"
 
 
 FaultEntry = Annotated[CodeFault | ConfigFault | ChaosFault, Field(discriminator="mechanism")]

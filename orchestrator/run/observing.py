@@ -200,8 +200,7 @@ def oracle_truth(
                 "inject_s": fault.inject_s,
                 "planned_revert_s": fault.activation.end_s,
                 "remedy": fault.entry.remedy.model_dump(mode="json"),
-                # Heals by itself (a killed pod comes back): nothing is left for the revert but waiting.
-                "one_shot": getattr(fault.entry, "revert", "") == "await-recovery",
+                "one_shot": fault.entry.heals_by_itself,
             }
             for fault in faults
         ],

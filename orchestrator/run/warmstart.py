@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from orchestrator.agents import AGENT_NAMES
 from orchestrator.errors import AgentError
 
 AGENTS_PACKAGE = "orchestrator.agents."
-PRELOAD = ("orchestrator.agents.noop", "orchestrator.agents.runbook", "orchestrator.agents.oracle",
-           "orchestrator.agents.react")  # fmt: skip
+PRELOAD = tuple(AGENTS_PACKAGE + name for name in AGENT_NAMES)
 READY_TIMEOUT_S = 60.0
 
 

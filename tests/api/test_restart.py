@@ -19,14 +19,7 @@ from orchestrator.cluster.client import CHAOS_GROUP, CHAOS_VERSION, KubeClient
 from tests.api.bundles import pending_in_ledger, unpack
 from tests.api.cluster import separate_cluster
 from tests.api.live import AUTH, Server, events, start_run
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
+from tests.processes import alive
 
 
 def _processes_under(path: Path) -> list[int]:
@@ -37,7 +30,7 @@ def _processes_under(path: Path) -> list[int]:
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                    if needle in cmdline.read() and _alive(int(entry)):
+                    if needle in cmdline.read() and alive(int(entry)):
                         found.append(int(entry))
             except OSError:
                 continue
@@ -72,9 +65,9 @@ def test_a_run_of_a_killed_server_is_interrupted_on_restart_and_leaves_no_fault(
         first.kill9()
 
     deadline = time.monotonic() + 15
-    while (_alive(row.worker_pid) or _processes_under(home)) and time.monotonic() < deadline:
+    while (alive(row.worker_pid) or _processes_under(home)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _alive(row.worker_pid)
+    assert not alive(row.worker_pid)
     assert _processes_under(home) == []
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{twin_url}/version", timeout=5)

@@ -7,7 +7,7 @@ from typing import Any
 
 from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
 from orchestrator.catalog.loading import load_catalog
-from orchestrator.cluster.applying import Injected, InjectFailed
+from orchestrator.cluster.applying import Applier, Injected, InjectFailed
 from orchestrator.cluster.mechanisms import Handle
 from orchestrator.errors import RevertError
 from orchestrator.run.faults import FaultDriver, fault_id_of
@@ -40,14 +40,7 @@ class FakeApplier:
         del self.active[fault_id]
         return str(answer)
 
-    def revert_all(self) -> dict[str, str]:
-        results = {}
-        for fault_id in reversed(list(self.active)):
-            try:
-                results[fault_id] = self.revert(fault_id)
-            except RevertError as exc:
-                results[fault_id] = f"FAILED: {exc}"
-        return results
+    revert_all = Applier.revert_all  # the real loop over this fake's revert()
 
 
 def _driver(applier: FakeApplier) -> tuple[FaultDriver, list[Record], list[dict[str, Any]]]:

@@ -15,19 +15,7 @@ import pytest
 
 from orchestrator.run import warmstart
 from orchestrator.run.invoking import AgentProcess, agent_environment
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A killed child that nobody reaped yet is a zombie: dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+from tests.processes import gone
 
 
 def test_an_agent_that_outlives_its_budget_is_killed_with_its_children(tmp_path: Path) -> None:
@@ -38,11 +26,7 @@ def test_an_agent_that_outlives_its_budget_is_killed_with_its_children(tmp_path:
     assert outcome.exit_code is None
     child = int((tmp_path / "ws" / "child.pid").read_text())
     parent = int((tmp_path / "ws" / "parent.pid").read_text())
-    deadline = time.monotonic() + 5
-    while (_alive(child) or _alive(parent)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child)
-    assert not _alive(parent)
+    assert gone(child, parent)
     assert "killed at the budget" in (tmp_path / "agent.log").read_text()
 
 
@@ -56,10 +40,7 @@ def test_a_background_child_left_by_a_finished_agent_does_not_survive_the_invoca
     assert outcome.exit_code == 3
     assert not outcome.timed_out
     child = int((tmp_path / "child.pid").read_text())
-    deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child)
+    assert gone(child)
 
 
 def test_the_agent_runs_in_its_workspace_with_only_the_protocol_environment(tmp_path: Path) -> None:
@@ -136,11 +117,7 @@ def test_a_warm_started_agent_past_its_budget_is_killed_with_its_children(
     assert time.monotonic() - began < 30
     started = json.loads((tmp_path / "ws" / "started.json").read_text())
     child = int((tmp_path / "ws" / "child.pid").read_text())
-    deadline = time.monotonic() + 5
-    while (_alive(child) or _alive(started["pid"])) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child)
-    assert not _alive(started["pid"])
+    assert gone(child, started["pid"])
     log = (tmp_path / "agent.log").read_text()
     assert "killed at the budget" in log and "warm start failed" not in log
 
@@ -152,10 +129,7 @@ def test_a_child_left_by_a_finished_warm_agent_does_not_survive(
     outcome = agent.invoke(2, env=agent_environment({"PROBE_MODE": "leave-child"}), budget_s=30.0)
     assert outcome.exit_code == 3
     child = int((tmp_path / "ws" / "child.pid").read_text())
-    deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child)
+    assert gone(child)
 
 
 def test_an_invocation_survives_the_death_of_the_template_and_the_next_one_is_spawned(
@@ -170,10 +144,7 @@ def test_an_invocation_survives_the_death_of_the_template_and_the_next_one_is_sp
     assert outcome.exit_code == -1 and not outcome.timed_out
     started = json.loads((tmp_path / "ws" / "started.json").read_text())
     child = int((tmp_path / "ws" / "child.pid").read_text())
-    deadline = time.monotonic() + 5
-    while (_alive(child) or _alive(started["pid"])) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child) and not _alive(started["pid"])  # its process group went with the invocation
+    assert gone(child, started["pid"])  # its process group went with the invocation
     second = agent.invoke(2, env=agent_environment({"PROBE_MODE": "exit"}), budget_s=20.0)
     assert second.exit_code == 3
     log = (tmp_path / "agent.log").read_text()

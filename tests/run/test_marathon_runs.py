@@ -17,6 +17,7 @@ from orchestrator.bundle.reader import read_bundle
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.run.config import RunConfig, make_config
 from orchestrator.run.runner import RunResult, run_marathon
+from tests.processes import alive
 
 pytestmark = [
     pytest.mark.slow,
@@ -105,18 +106,6 @@ def test_the_no_action_baseline_is_computed_once_and_cached(twice: tuple[RunResu
     assert len(baseline.injected) == len(read_bundle(twice[0].bundle_dir).injected)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_an_agent_sleeping_past_its_budget_is_killed_and_the_next_invocation_is_on_time(
     tmp_path: Path,
 ) -> None:
@@ -132,7 +121,7 @@ def test_an_agent_sleeping_past_its_budget_is_killed_and_the_next_invocation_is_
     ]
     children = [int(line) for line in (result.run_dir / "workspace" / "children.txt").read_text().split()]
     assert len(children) == 5
-    assert not any(_alive(pid) for pid in children)
+    assert not any(alive(pid) for pid in children)
     assert verify_bundle(result.bundle_dir).ok
 
 

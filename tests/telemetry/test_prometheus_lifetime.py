@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import alive, gone
+
 STARTER = """
 import sys, time
 from pathlib import Path
@@ -18,16 +20,6 @@ server = start_prometheus(Path(sys.argv[1]))
 print(server.pid, flush=True)
 time.sleep(600)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it has exited all the same.
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split(")")[-1].split()[0] != "Z"
 
 
 @pytest.mark.skipif(
@@ -39,13 +31,10 @@ def test_prometheus_stops_when_the_process_that_started_it_is_killed(tmp_path: P
     )
     assert starter.stdout is not None
     pid = int(starter.stdout.readline())
-    assert _alive(pid)
+    assert alive(pid)
     starter.send_signal(signal.SIGKILL)
     starter.wait()
-    deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    survived = _alive(pid)
+    survived = not gone(pid, within=30)
     if survived:
         os.kill(pid, signal.SIGTERM)
     assert not survived, f"prometheus {pid} outlived the process that started it"
@@ -65,9 +54,9 @@ def test_ctrl_c_at_the_terminal_leaves_the_runs_prometheus_to_the_run(tmp_path: 
         os.killpg(starter.pid, signal.SIGINT)  # what Ctrl-C sends: the whole foreground group
         time.sleep(1.0)
         assert starter.poll() is None
-        assert _alive(pid), "Ctrl-C reached the run's Prometheus"
+        assert alive(pid), "Ctrl-C reached the run's Prometheus"
     finally:
         starter.kill()
         starter.wait()
-        if _alive(pid):  # without setpriv nothing else ends it
+        if alive(pid):  # without setpriv nothing else ends it
             os.kill(pid, signal.SIGTERM)

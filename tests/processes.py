@@ -1,0 +1,23 @@
+"""Process checks the tests share: whether a pid still runs, and waiting for pids to end."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs; a zombie nobody reaped yet has exited all the same."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def gone(*pids: int, within: float = 5.0) -> bool:
+    """Wait up to ``within`` seconds for every one of ``pids`` to end; whether they all did."""
+    deadline = time.monotonic() + within
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(alive(pid) for pid in pids)
