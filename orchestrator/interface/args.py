@@ -6,12 +6,12 @@ default. Times are schedule seconds (the clock of alert times); durations are se
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from orchestrator.catalog.faults import Artifact
+from orchestrator.interface.patterns import PatternError, compile_pattern
 
 _NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 Name = Annotated[str, Field(min_length=1, max_length=253, pattern=_NAME)]
@@ -51,7 +51,9 @@ class GetLogs(ReadArgs):
     pod: Name | None = None
     since_s: int = Field(default=300, ge=1, le=86_400)
     grep: str | None = Field(
-        default=None, max_length=200, description="a regular expression (case-insensitive)"
+        default=None,
+        max_length=200,
+        description="a regular expression in RE2 syntax, case-insensitive (no backreferences or lookaround)",
     )
     tail: int = Field(default=200, ge=1, le=2000)
     previous: bool = False
@@ -61,9 +63,9 @@ class GetLogs(ReadArgs):
     def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
             try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"grep {value!r} is not a regular expression: {exc}") from exc
+                compile_pattern(value, ignore_case=True)
+            except PatternError as exc:
+                raise ValueError(f"grep: {exc}") from exc
         return value
 
     @model_validator(mode="after")

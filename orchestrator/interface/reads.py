@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +20,7 @@ from orchestrator.errors import InputError, TelemetryError
 from orchestrator.interface import args as a
 from orchestrator.interface import views
 from orchestrator.interface.backend import Backend
+from orchestrator.interface.patterns import compile_pattern
 
 Json = dict[str, Any]
 MAX_SERIES = 30
@@ -128,7 +128,7 @@ def get_logs(backend: Backend, args: a.GetLogs) -> Json:
     else:
         assert args.service is not None  # the model requires exactly one of service or pod
         pods = backend.pods_of(args.service, namespace)
-    pattern = re.compile(args.grep, re.IGNORECASE) if args.grep else None
+    pattern = compile_pattern(args.grep, ignore_case=True) if args.grep else None
     lines: list[str] = []
     for pod in pods[:10]:
         name = pod["metadata"]["name"]

@@ -92,8 +92,9 @@ TOOLS: dict[str, Tool] = {
             a.GetLogs,
             "read",
             "Read container logs of one `service` (all its pods) or one `pod`: the last `tail` lines "
-            "of the last `since_s` seconds, optionally only lines matching the regular expression "
-            "`grep`; `previous` reads the previous (crashed) container instance." + _NS,
+            "of the last `since_s` seconds, optionally only lines matching `grep`, a regular expression "
+            "(RE2 syntax, case-insensitive); `previous` reads the previous (crashed) container "
+            "instance." + _NS,
             r.get_logs,
         ),
         Tool(

@@ -1,0 +1,45 @@
+"""Calls an adversarial agent makes to stall the runner or slip past the policy: each is answered, bounded
+and journaled."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.bundle.records import ToolCall
+from orchestrator.interface.patterns import PatternError, compile_pattern
+from tests.interface.world import World
+
+# Exponential for a backtracking engine: every character doubles the ways to fail before the end of line.
+BACKTRACKING = "(.|.)*\\x00"
+
+
+def test_a_backtracking_pattern_matches_a_long_line_in_linear_time() -> None:
+    pattern = compile_pattern(BACKTRACKING, ignore_case=True)
+    assert pattern.search("x" * 100_000) is None
+    assert pattern.search("x" * 100_000 + "\x00") is not None
+
+
+@pytest.mark.parametrize("text", ["(a)\\1", "(?=a)b", "(?<=a)b", "(a", "a{2000}"])
+def test_patterns_re2_cannot_run_are_refused_with_the_reason(text: str) -> None:
+    with pytest.raises(PatternError, match="RE2"):
+        compile_pattern(text)
+
+
+def test_get_logs_with_a_catastrophic_grep_is_answered_and_journaled(shared_ob: World) -> None:
+    before = len(shared_ob.records)
+    outcome = shared_ob.caller(2).call("get_logs", {"service": "cartservice", "grep": BACKTRACKING})
+    assert outcome["ok"], outcome
+    assert outcome["result"]["lines"] == 0
+    (record,) = shared_ob.records[before:]
+    assert isinstance(record, ToolCall)
+    assert (record.tool, record.decision, record.invocation) == ("get_logs", "allowed", 2)
+    assert record.args["grep"] == BACKTRACKING
+
+
+def test_a_grep_with_a_backreference_is_an_invalid_argument_and_journaled(shared_ob: World) -> None:
+    before = len(shared_ob.records)
+    outcome = shared_ob.caller().call("get_logs", {"service": "cartservice", "grep": "(cart)\\1"})
+    assert outcome["error"]["type"] == "invalid_arguments"
+    assert "RE2" in outcome["error"]["message"]
+    (record,) = shared_ob.records[before:]
+    assert isinstance(record, ToolCall) and record.decision == "denied"
