@@ -1,4 +1,5 @@
-"""What every baseline agent reads: its environment, the alert history file and its workspace state.
+"""What every baseline agent reads: its environment, its options, the alert history file and its workspace
+state.
 
 The alert history is the runner's cumulative JSON list (or ``{"alerts": [...]}``) of alert states; each
 entry carries the fields of the bundle's ``AlertRecord`` (``alert_id``, ``rule``, ``labels``, ``starts_at``,
@@ -19,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orchestrator.agents.options import OPTIONS_ENV, OptionValue, read_options
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.score.attribution import POD_LABEL, SERVICE_LABELS, WORKLOAD_LABELS, normalise_name
 
@@ -135,6 +137,25 @@ class AgentEnv:
             namespace=env.get("MARATHON_NAMESPACE", env.get("MARATHON_APP", "")),
             workspace=cwd if cwd is not None else Path.cwd(),
         )
+
+
+def agent_options(agent: str, environ: Mapping[str, str] | None = None) -> dict[str, OptionValue]:
+    """The options this invocation of ``agent`` was given (``MARATHON_AGENT_OPTIONS``, none when unset),
+    checked against the ones it accepts; ``ConfigError`` naming the bad ones."""
+    env = os.environ if environ is None else environ
+    text = env.get(OPTIONS_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"environment {OPTIONS_ENV} = {text!r}: not JSON: {exc}") from exc
+    if not isinstance(options, dict):
+        raise ConfigError(f"environment {OPTIONS_ENV} = {text!r}: not a JSON object")
+    try:
+        return read_options(agent, options)
+    except ValueError as exc:
+        raise ConfigError(f"environment {OPTIONS_ENV}: {exc}") from exc
 
 
 def read_state(path: Path) -> dict[str, Any]:

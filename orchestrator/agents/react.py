@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,15 +21,19 @@ from orchestrator.agents.chat import ChatModel, Completion, ModelRefused, openai
 from orchestrator.agents.inputs import (
     AgentEnv,
     AlertView,
+    agent_options,
     load_alerts,
     read_state,
     run_main,
     write_state,
 )
 from orchestrator.agents.mcpclient import ToolClient
+from orchestrator.agents.options import OptionValue
 from orchestrator.errors import AgentError
 
 log = logging.getLogger("orchestrator.agents.react")
+NAME = "react"
+DEFAULT_MODEL = "gpt-4o-mini"
 MEMORY_FILE = "react-memory.json"
 RESULT_CHARS = 6000
 ALERT_LINES = 60
@@ -54,6 +58,15 @@ class Limits:
     max_steps: int = 24
     max_tokens: int = 150_000
     margin_s: float = 8.0  # stop this long before the deadline: the runner kills at the budget
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What an invocation's options decide: the model asked for, its temperature and the loop's limits."""
+
+    model: str
+    temperature: float | None
+    limits: Limits
 
 
 @dataclass
@@ -193,6 +206,24 @@ def run(env: AgentEnv, client: ToolClient, model: ChatModel, *, limits: Limits,
     return result
 
 
+def settings_of(options: Mapping[str, OptionValue]) -> Settings:
+    """The model, temperature and limits the options ask for, defaults for the rest (no side effects).
+
+    ``options`` have been read by ``agent_options``, so every value is of its option's kind."""
+    limits = Limits()
+    # Some reasoning models accept no temperature: temperature=none leaves it out.
+    temperature = options.get("temperature", 0.0)
+    return Settings(
+        model=str(options.get("model", DEFAULT_MODEL)),
+        temperature=None if temperature == "none" else float(temperature),
+        limits=Limits(
+            max_steps=int(options.get("max_steps", limits.max_steps)),
+            max_tokens=int(options.get("max_tokens", limits.max_tokens)),
+            margin_s=float(options.get("margin_s", limits.margin_s)),
+        ),
+    )
+
+
 def main() -> int:
     return run_main(_main)
 
@@ -202,22 +233,12 @@ def _main() -> int:
     base_url, api_key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
     if not base_url or not api_key:
         raise AgentError("OPENAI_BASE_URL and OPENAI_API_KEY must be set for the ReAct agent")
-    limits = Limits(
-        max_steps=int(os.environ.get("MARATHON_REACT_MAX_STEPS", Limits.max_steps)),
-        max_tokens=int(os.environ.get("MARATHON_REACT_MAX_TOKENS", Limits.max_tokens)),
-    )
-    # Some reasoning models accept no temperature: MARATHON_TEMPERATURE=none leaves it out.
-    temperature = os.environ.get("MARATHON_TEMPERATURE", "0")
-    model = ChatModel(
-        base_url,
-        api_key,
-        os.environ.get("MARATHON_MODEL", "gpt-4o-mini"),
-        temperature=None if temperature.lower() == "none" else float(temperature),
-    )
+    settings = settings_of(agent_options(NAME))
+    model = ChatModel(base_url, api_key, settings.model, temperature=settings.temperature)
     try:
         with ToolClient.from_env() as client:
             # The deadline is wall time by protocol, so the wall clock is the right one to compare it with.
-            run(env, client, model, limits=limits, wall=time.time)
+            run(env, client, model, limits=settings.limits, wall=time.time)
     finally:
         model.close()
     return 0

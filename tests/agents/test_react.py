@@ -13,6 +13,7 @@ import pytest
 
 from orchestrator.agents import AGENTS
 from orchestrator.agents.chat import Completion, ModelRefused
+from orchestrator.agents.options import OPTIONS_ENV, encode_options
 from orchestrator.agents.react import Limits, LoopResult, react_loop
 from orchestrator.bundle.records import ModelCall
 from orchestrator.run.metering import MeteringProxy
@@ -53,7 +54,7 @@ def world(tmp_path: Path) -> Iterator[tuple[dict[str, str], Script, ToolLog, lis
                 "MARATHON_INVOCATION": "2",
                 "MARATHON_ALERTS": str(tmp_path / "inbox" / "alerts.json"), "MARATHON_APP": "online-boutique",
                 "MARATHON_NAMESPACE": "online-boutique", "OPENAI_BASE_URL": base, "OPENAI_API_KEY": key,
-                "MARATHON_DEADLINE": "9999999999", "MARATHON_MODEL": "gpt-4o-mini", "PYTHONPATH": os.getcwd(),
+                "MARATHON_DEADLINE": "9999999999", "PYTHONPATH": os.getcwd(),
             }  # fmt: skip
             yield env, script, log, records, proxy
         finally:
@@ -92,6 +93,53 @@ def test_the_react_agent_stops_when_the_proxy_refuses_its_token_budget(world: An
     assert "model refused" in done.stderr
     assert len(script.requests) == 1 and len(records) == 1
     assert [name for name, _ in log.calls] == ["get_alerts"]
+
+
+@pytest.mark.slow
+def test_the_react_agent_asks_for_the_model_and_temperature_its_options_name(
+    world: Any, tmp_path: Path
+) -> None:
+    env, script, _, _, _ = world
+    env[OPTIONS_ENV] = encode_options({"model": "fake-model-9", "temperature": 0.6})
+    done = subprocess.run(AGENTS["react"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len(script.requests) == 3
+    assert [(r["model"], r["temperature"]) for r in script.requests] == [("fake-model-9", 0.6)] * 3
+
+
+@pytest.mark.slow
+def test_the_react_agent_sends_no_temperature_when_its_options_say_none(world: Any, tmp_path: Path) -> None:
+    env, script, _, _, _ = world
+    env[OPTIONS_ENV] = encode_options({"temperature": "none"})
+    done = subprocess.run(AGENTS["react"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert script.requests and all("temperature" not in r for r in script.requests)
+    assert script.requests[0]["model"] == "gpt-4o-mini"
+
+
+@pytest.mark.slow
+def test_the_react_agent_stops_at_the_step_limit_its_options_set(world: Any, tmp_path: Path) -> None:
+    env, script, log, _, _ = world
+    env[OPTIONS_ENV] = encode_options({"max_steps": 1})
+    done = subprocess.run(AGENTS["react"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "step limit" in done.stderr
+    assert len(script.requests) == 1
+    assert [name for name, _ in log.calls] == ["get_alerts"]
+
+
+@pytest.mark.slow
+def test_an_option_the_react_agent_does_not_accept_ends_the_invocation_with_one_line(
+    world: Any, tmp_path: Path
+) -> None:
+    env, script, _, _, _ = world
+    env[OPTIONS_ENV] = encode_options({"modle": "fake-model-9"})
+    done = subprocess.run(AGENTS["react"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert "modle = 'fake-model-9': not an option of the react agent" in lines[0]
+    assert script.requests == []
 
 
 def _complete_with(turns: list[Completion]) -> Any:
