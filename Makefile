@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup test lint unit rules marathon bench clean
 
-setup: $(STAMP) prometheus
+setup: $(STAMP) prometheus sandbox
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,15 @@ prometheus:
 	  $$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true; \
 	fi
 .PHONY: prometheus
+
+# The agent's sandbox is Debian's bubblewrap (setpriv, which drops the agent's uid, is in util-linux).
+sandbox:
+	@if ! command -v bwrap >/dev/null; then \
+	  echo "installing Debian's bubblewrap package"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; \
+	fi
+.PHONY: sandbox
 
 lint: $(STAMP)
 	$(BIN)/ruff check orchestrator tests

@@ -1,4 +1,5 @@
-"""Process checks the tests share: whether a pid still runs, and waiting for pids to end."""
+"""Process checks the tests share: whether a pid still runs, waiting for pids to end, and finding processes
+by command line (a sandboxed agent's pids are of its own PID namespace, so they mean nothing here)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,17 @@ def gone(*pids: int, within: float = 5.0) -> bool:
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     return not any(alive(pid) for pid in pids)
+
+
+def running_with(marker: str) -> list[int]:
+    """Pids on this machine whose command line holds ``marker`` (arguments joined by spaces)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and alive(int(entry.name)):
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline.replace(b"\0", b" "):
+                found.append(int(entry.name))
+    return found

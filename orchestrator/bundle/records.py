@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    field_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -35,6 +46,8 @@ ARTIFACT_KINDS: frozenset[str] = frozenset(
 )
 
 Seconds = Annotated[float, Field(allow_inf_nan=False)]
+# An agent option's value: a plain string, integer, finite number or boolean, kept as given.
+OptionValue = StrictStr | StrictBool | StrictInt | Annotated[StrictFloat, Field(allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
@@ -59,7 +72,10 @@ class Price(BaseModel):
 
 
 class RunManifest(_Record):
-    """What was run: the first record of the ``run`` stream. ``price_table`` may hold a ``*`` fallback."""
+    """What was run: the first record of the ``run`` stream. ``price_table`` may hold a ``*`` fallback.
+
+    ``agent_options`` are the options every invocation was given; left out of the record when there are
+    none, so a run without options writes the manifest it wrote before options existed."""
 
     kind: Literal["run_manifest"] = "run_manifest"
     run_id: str = Field(min_length=1)
@@ -74,11 +90,15 @@ class RunManifest(_Record):
     code_sha256: str
     agent_name: str
     agent_command: list[str]
+    agent_options: dict[str, OptionValue] = Field(default_factory=dict, exclude_if=lambda given: not given)
     delta_s: Annotated[float, Field(gt=0.0)]
     budget_s: Annotated[float, Field(gt=0.0)]
     grace_s: Annotated[float, Field(ge=0.0)]
     schedule_params: dict[str, JsonValue] = Field(default_factory=dict)
     price_table: dict[str, Price] = Field(default_factory=dict)
+    # False when the agent ran without its sandbox (``--unsandboxed``): its score is then not trustworthy.
+    # Left out of the record when true, so a sandboxed run writes the manifest it wrote before.
+    sandboxed: bool = Field(default=True, exclude_if=lambda sandboxed: sandboxed)
 
 
 class ScheduleRecord(_Record):
@@ -202,7 +222,7 @@ class ToolCall(_Record):
     t: Seconds
     tool: str
     args: dict[str, JsonValue] = Field(default_factory=dict)
-    effect: Literal["read", "report", "mutate"]
+    effect: Literal["read", "report", "mutate", "none"]  # none: the request named no tool that exists
     decision: Literal["allowed", "denied", "forbidden"]
     reason: str = ""
     result: str = ""

@@ -37,6 +37,8 @@ def baseline_config(config: RunConfig, *, out: Path) -> RunConfig:
             "agent_cmd": None,
             "role": "baseline",
             "tools": False,
+            "sandboxed": True,  # no agent runs, so there is nothing to sandbox: one baseline for both
+            "agent_paths": (),
             "baseline": False,
             "quiet": True,
             "clock": "stepped",

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 from pathlib import Path
 
+from orchestrator.agents.options import OptionValue, options_help
 from orchestrator.catalog.topology import APPS
-from orchestrator.run.config import RunConfig, make_config
+from orchestrator.errors import ConfigError, Problem
+from orchestrator.run.config import RunConfig, load_agent_config, make_config
 from orchestrator.run.progress import RunProgress
 from orchestrator.run.runner import run_marathon
 from orchestrator.schedule_commands import seed_argument
@@ -25,6 +29,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--agent", help="a baseline agent by name (noop, runbook, oracle, react)")
     who.add_argument("--agent-cmd", help="any command line to invoke as the agent")
+    parser.add_argument(
+        "--agent-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option for the agent, repeatable; VALUE is a number or true/false when it reads as one in "
+        f"JSON, else a string. Built-in agents accept: {options_help()}",
+    )
+    parser.add_argument(
+        "--agent-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a YAML or JSON mapping of agent options; --agent-option overrides it",
+    )
     parser.add_argument("--backend", choices=("twin", "kube"), default="twin")
     clock_help = "stepped (default on the twin) or realtime (always on a real cluster)"
     parser.add_argument("--clock", choices=("stepped", "realtime"), default=None, help=clock_help)
@@ -48,18 +67,92 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--token-budget", type=int, default=None, help="model tokens per invocation")
     parser.add_argument("--no-baseline", action="store_true", help="skip the no-action baseline run")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="run the agent without its bubblewrap sandbox (it can then read the run's ground truth); "
+        "recorded in the bundle and shown on the score",
+    )
+    parser.add_argument(
+        "--agent-path",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="an absolute path the sandboxed agent may read (its installation, say), repeatable; files named "
+        "by absolute path on --agent-cmd are readable without it",
+    )
     parser.set_defaults(func=_run)
+
+
+OPTION_FLAG = "--agent-option"
+Where = tuple[str, int | None]  # the file (or flag) an option was given in, and its line
+
+
+def option_argument(text: str) -> tuple[str, OptionValue]:
+    """``KEY=VALUE`` as a name and a value: a JSON number or true/false, else the string as written."""
+    key, equals, raw = text.partition("=")
+    if not equals or not key:
+        raise ConfigError(
+            "invalid agent option", [Problem(OPTION_FLAG, None, text, "", "expected KEY=VALUE")]
+        )
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return key, raw
+    finite = not isinstance(parsed, float) or math.isfinite(parsed)
+    return key, parsed if isinstance(parsed, bool | int | float) and finite else raw
+
+
+def agent_options_from_args(args: argparse.Namespace) -> tuple[dict[str, object], dict[str, Where]]:
+    """The options of ``--agent-config`` overridden by each ``--agent-option``, and where each was given."""
+    options: dict[str, object] = {}
+    where: dict[str, Where] = {}
+    if args.agent_config is not None:
+        document = load_agent_config(args.agent_config)
+        options.update(document.options)
+        where.update({name: (str(document.path), document.lines.get(name)) for name in document.options})
+    for text in args.agent_option:
+        name, value = option_argument(text)
+        options[name] = value
+        where[name] = (OPTION_FLAG, None)
+    return options, where
+
+
+def _located(error: ConfigError, where: dict[str, Where]) -> ConfigError:
+    """``error`` with each problem of an agent option told where that option was given (no side effects)."""
+    fields = {f"agent_options.{name}": name for name in where}
+    fields.update({f"agent_options.{name}.[key]": name for name in where})
+    problems = []
+    for problem in error.problems:
+        name = fields.get(problem.field)
+        if name is None:
+            problems.append(problem)
+        else:
+            file, line = where[name]
+            problems.append(Problem(file, line, name, problem.value, problem.message))
+    return ConfigError(str(error).splitlines()[0], problems)
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The run configuration from the command line; ``ConfigError`` names every bad value."""
     clock = args.clock or ("realtime" if args.backend == "kube" else "stepped")
     budget = args.budget if args.budget is not None else min(110.0, max(1.0, args.delta - 10.0))
+    options, where = agent_options_from_args(args)
+    try:
+        return _make_config(args, clock=clock, budget=budget, options=options)
+    except ConfigError as exc:
+        raise _located(exc, where) from None
+
+
+def _make_config(args: argparse.Namespace, *, clock: str, budget: float, options: dict[str, object]
+                 ) -> RunConfig:  # fmt: skip
     return make_config(
         app=args.app,
         seed=args.seed,
         agent=args.agent,
         agent_cmd=args.agent_cmd,
+        agent_options=options,
         backend=args.backend,
         clock=clock,
         speed=args.speed,
@@ -78,6 +171,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         token_budget=args.token_budget,
         baseline=not args.no_baseline,
         quiet=args.quiet,
+        sandboxed=not args.unsandboxed,
+        agent_paths=tuple(args.agent_path),
     )
 
 

@@ -1,8 +1,9 @@
 """What a marathon run is asked to do, validated before anything starts, and the identity of a run.
 
 ``RunConfig`` refuses bad input with a ``ConfigError`` naming the field and value, so a run never
-half-starts. ``run_identity`` derives the run id from everything the run's data are a function of, so two
-identical stepped runs share an id and write identical data files.
+half-starts; ``load_agent_config`` reads a file of agent options the same way. ``run_identity`` derives the
+run id from everything the run's data are a function of, so two identical stepped runs share an id and
+write identical data files.
 """
 
 from __future__ import annotations
@@ -11,16 +12,27 @@ import functools
 import hashlib
 import importlib
 import json
+import re
 import shlex
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    model_validator,
+)
 
 import orchestrator
+from orchestrator.agents.options import OptionValue, option_problems, plain_value
 from orchestrator.catalog.topology import APPS
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.schedule import ScheduleParams
@@ -28,14 +40,27 @@ from orchestrator.schedule import ScheduleParams
 _WHERE = "run configuration"
 PACKAGE_ROOT = Path(orchestrator.__file__).resolve().parent
 NOOP_AGENT = "noop"
+_OPTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def _option_name(name: str) -> str:
+    if not _OPTION_NAME.fullmatch(name):
+        raise ValueError("an option name is a letter or _, then letters, digits, _, . or -")
+    return name
+
+
+OptionName = Annotated[str, AfterValidator(_option_name)]
+AgentOption = Annotated[OptionValue, PlainValidator(plain_value)]
 
 
 class RunConfig(BaseModel):
     """One marathon: the app, the seed, the agent under test and how the world is driven.
 
-    ``agent`` names a command of ``orchestrator.agents.AGENTS``; ``agent_cmd`` is any command line. A
-    ``baseline`` run is the no-action reference of METRICS.md's degradation level: no agent process and no
-    tools are started (doing nothing needs neither), and it is not scored itself.
+    ``agent`` names a command of ``orchestrator.agents.AGENTS``; ``agent_cmd`` is any command line.
+    ``agent_options`` are given to every invocation; a built-in agent accepts only the options it declares
+    (``orchestrator.agents.options``), any other command whatever it is given. A ``baseline`` run is the
+    no-action reference of METRICS.md's degradation level: no agent process and no tools are started (doing
+    nothing needs neither), and it is not scored itself.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -44,6 +69,7 @@ class RunConfig(BaseModel):
     seed: int = Field(ge=0)
     agent: str | None = None
     agent_cmd: str | None = None
+    agent_options: dict[OptionName, AgentOption] = Field(default_factory=dict)
     backend: Literal["twin", "kube"] = "twin"
     clock: Literal["stepped", "realtime"] = "stepped"
     faults: int = Field(default=60, ge=0)
@@ -67,6 +93,8 @@ class RunConfig(BaseModel):
     sample_step_s: int = Field(default=15, ge=5)
     model_url: str | None = None  # the upstream the metering proxy forwards the agent's model calls to
     token_budget: int | None = Field(default=None, ge=1)  # per invocation
+    sandboxed: bool = True  # False only when asked for (--unsandboxed); recorded in the bundle and score
+    agent_paths: tuple[Path, ...] = ()  # more read-only paths the agent sees in its sandbox
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
@@ -83,6 +111,11 @@ class RunConfig(BaseModel):
         if self.agent is not None:
             return self.agent
         return Path(shlex.split(self.agent_cmd or "agent")[0]).name
+
+    @property
+    def options_for_agent(self) -> dict[str, OptionValue]:
+        """The options the agent under test is given: none in a baseline run, which starts no agent."""
+        return {} if self.role == "baseline" else dict(self.agent_options)
 
     def schedule_params(self) -> ScheduleParams:
         return ScheduleParams(
@@ -107,6 +140,9 @@ def _problems(config: RunConfig) -> list[Problem]:
         bad("app", config.app, f"unknown app; expected one of {', '.join(APPS)}")
     if config.role == "scored" and (config.agent is None) == (config.agent_cmd is None):
         bad("agent", config.agent, "give exactly one of agent (a name) and agent_cmd (a command line)")
+    if config.role == "scored" and config.agent is not None:
+        for name, why in option_problems(config.agent, config.agent_options).items():
+            bad(f"agent_options.{name}", config.agent_options[name], why)
     if config.budget_s >= config.delta_s:
         bad("budget_s", config.budget_s, f"must be shorter than delta_s = {config.delta_s}")
     if config.backend == "kube":
@@ -123,6 +159,9 @@ def _problems(config: RunConfig) -> list[Problem]:
     for field in ("injection_period_s", "observation_period_s"):
         if getattr(config, field) % config.delta_s:
             bad(field, getattr(config, field), f"must be a multiple of delta_s = {config.delta_s}")
+    for path in config.agent_paths:
+        if not path.is_absolute() or not path.exists():
+            bad("agent_paths", str(path), "must be an existing absolute path")
     if config.min_duration_s > config.max_duration_s:
         bad("min_duration_s", config.min_duration_s, f"exceeds max_duration_s = {config.max_duration_s}")
     return found
@@ -141,6 +180,58 @@ def make_config(**fields: Any) -> RunConfig:
                 Problem(_WHERE, None, field, repr(value), error["msg"].removeprefix("Value error, "))
             )
         raise ConfigError("invalid run configuration", problems) from None
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """A file of agent options: the options as read, and the line each one is on (JSON files have none)."""
+
+    path: Path
+    options: dict[str, object]
+    lines: dict[str, int]
+
+
+def load_agent_config(path: Path) -> AgentConfig:
+    """Read a YAML or JSON mapping of option names to values; ``ConfigError`` naming the file, the line and
+    what is wrong when it cannot be read or is not such a mapping. The values are checked by ``RunConfig``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the agent configuration: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: cannot read the agent configuration: not UTF-8 text") from None
+    lines: dict[str, int] = {}
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problem = Problem(str(path), exc.lineno, "document", "", f"not valid JSON: {exc.msg}")
+            raise ConfigError("unreadable agent configuration", [problem]) from None
+    else:
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            why = f"not valid YAML: {getattr(exc, 'problem', exc)}"
+            problem = Problem(str(path), line, "document", "", why)
+            raise ConfigError("unreadable agent configuration", [problem]) from None
+        if isinstance(node, yaml.MappingNode):
+            keys = [key for key, _ in node.value if isinstance(key, yaml.ScalarNode)]
+            lines = {key.value: key.start_mark.line + 1 for key in keys}
+    if not isinstance(data, dict):
+        kind = "nothing" if data is None else f"a {type(data).__name__}"
+        message = f"holds {kind}; expected a mapping of option names to values"
+        raise ConfigError("invalid agent configuration", [Problem(str(path), None, "document", "", message)])
+    problems = [
+        Problem(str(path), lines.get(str(name)), repr(name), "", "an option name must be a string")
+        for name in data
+        if not isinstance(name, str)
+    ]
+    if problems:
+        raise ConfigError("invalid agent configuration", problems)
+    return AgentConfig(path=path, options=dict(data), lines=lines)
 
 
 def known_agents() -> Mapping[str, list[str]]:
@@ -232,10 +323,13 @@ def run_identity(
         "speed": config.speed if config.clock == "realtime" else None,
         "sample_step_s": config.sample_step_s,
         "tools": config.tools,
+        "sandboxed": config.sandboxed,
         "schedule": schedule_hash,
         "versions": versions.__dict__,
         "unique": unique,
     }
+    if config.options_for_agent:  # absent when there are none, so such runs keep the ids they always had
+        identity["agent_options"] = config.options_for_agent
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
     agent = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in config.agent_name)[:32]
     return f"{config.app}-s{config.seed}-{agent}-{digest}"

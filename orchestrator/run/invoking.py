@@ -6,12 +6,13 @@ that has already imported it (``orchestrator.run.warmstart``), which saves most 
 any other command is spawned. Both get the same working directory, environment, process group and log.
 
 The agent sees only a small allow-listed environment plus the protocol's variables, so nothing of the
-orchestrator's own environment (an upstream model key, say) leaks to it.
+orchestrator's own environment (an upstream model key, say) leaks to it. Unless the run is explicitly
+unsandboxed, both paths run the agent inside its sandbox (``orchestrator.run.sandbox``): a spawned command is
+wrapped in a fresh sandbox per invocation, and the template runs in one sandbox for the run.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from typing import BinaryIO, Protocol
 
 from orchestrator.errors import AgentError
 from orchestrator.run import warmstart
+from orchestrator.run.sandbox import Sandbox
 
 # Variables an ordinary program needs to start; everything else the agent gets is set by the protocol.
 INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL",
@@ -70,15 +72,21 @@ class AgentProcess:
     workspace: Path
     log_path: Path
     warm: bool = True  # fork the built-in Python agents from a pre-imported template (see warmstart)
+    sandbox: Sandbox | None = None  # None only when the run is explicitly unsandboxed
     _template: warmstart.Template | None = field(default=None, init=False, repr=False)
+
+    @property
+    def cwd(self) -> str:
+        """The workspace as the agent sees it."""
+        return self.sandbox.inside(self.workspace) if self.sandbox is not None else str(self.workspace)
 
     def invoke(
         self, n: int, *, env: Mapping[str, str], budget_s: float, stop: threading.Event | None = None
     ) -> Outcome:
         """Run invocation ``n`` to its end or its budget (wall seconds), whichever comes first.
 
-        ``stop`` ends it early the same way the budget does. Leftover processes of the group (children
-        the agent left running) are killed when it exits, so nothing of it acts after the invocation.
+        ``stop`` ends it early the same way the budget does. Leftover processes (children the agent left
+        running) are killed when it exits, so nothing of it acts after the invocation.
         """
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,8 +104,7 @@ class AgentProcess:
                 if stop is not None and stop.is_set():
                     stopped = True
                     break
-            kill_group(child.pid)
-            code = child.kill_and_reap()
+            code = child.end()
             wall = time.monotonic() - began
             note = "killed at the budget" if timed_out else "stopped" if stopped else f"exit {code}"
             log.write(f"--- invocation {n}: {note} after {wall:.2f} s ---\n".encode())
@@ -114,15 +121,24 @@ class AgentProcess:
             self._template.close()
             self._template = None
 
+    def _environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        if self.sandbox is None:
+            return dict(env)
+        return {**env, "HOME": self.cwd, "TMPDIR": "/tmp"}  # the host's are not in the agent's view
+
+    def _wrap(self, command: list[str]) -> list[str]:
+        return self.sandbox.argv(command) if self.sandbox is not None else command
+
     def _start(self, env: Mapping[str, str], log: BinaryIO) -> _Child:
         module = warmstart.warm_module(self.command) if self.warm else None
         if module is not None:
             log.flush()
             try:
                 if self._template is None:
-                    self._template = warmstart.Template(module, env=agent_environment({}))
-                pid = self._template.fork(workspace=self.workspace, env=env, log_path=self.log_path)
-                return _Forked(self._template, pid)
+                    wrap = self._wrap if self.sandbox is not None else None
+                    self._template = warmstart.Template(module, env=agent_environment({}), log=log, wrap=wrap)
+                pid = self._template.fork(workspace=self.cwd, env=self._environment(env))
+                return _Forked(self._template, self, pid)
             except AgentError as exc:
                 log.write(f"--- warm start failed ({exc}); spawning the command instead ---\n".encode())
                 log.flush()
@@ -130,9 +146,9 @@ class AgentProcess:
                 self.warm = False
         try:
             process = subprocess.Popen(
-                list(self.command),
+                self._wrap(list(self.command)),
                 cwd=self.workspace,
-                env=dict(env),
+                env=self._environment(env),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -144,23 +160,16 @@ class AgentProcess:
 
 
 class _Child(Protocol):
-    @property
-    def pid(self) -> int: ...
-
     def wait(self, timeout: float) -> bool:
         """True once the process has ended (waits up to ``timeout`` seconds)."""
 
-    def kill_and_reap(self) -> int:
-        """SIGKILL it if it is still running, wait for it, and return its exit code."""
+    def end(self) -> int:
+        """Kill it and everything it started if anything is still running; its exit code."""
 
 
 @dataclass
 class _Spawned:
     process: subprocess.Popen[bytes]
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
     def wait(self, timeout: float) -> bool:
         try:
@@ -169,7 +178,10 @@ class _Spawned:
             return False
         return True
 
-    def kill_and_reap(self) -> int:
+    def end(self) -> int:
+        # The group is killed even after a clean exit: children it left behind go with it (and in a
+        # sandbox, the namespace's first process, which takes every other process of it along).
+        kill_group(self.process.pid)
         if self.process.poll() is None:
             self.process.kill()
         return self.process.wait()
@@ -178,7 +190,8 @@ class _Spawned:
 @dataclass
 class _Forked:
     template: warmstart.Template
-    pid: int
+    owner: AgentProcess
+    pid: int  # as the template sees it: in the sandbox's PID namespace, if there is one
     code: int | None = None
 
     def wait(self, timeout: float) -> bool:
@@ -186,17 +199,27 @@ class _Forked:
             self.code = self._exit_code(timeout)
         return self.code is not None
 
-    def kill_and_reap(self) -> int:
+    def end(self) -> int:
         if self.code is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
-            self.code = self._exit_code(warmstart.READY_TIMEOUT_S)
-        return self.code if self.code is not None else -1
+            self.code = self.template.end()
+        if self.code is None:
+            # The template did not answer: it is ended with everything in its group (its sandbox), and
+            # the next invocation spawns the command instead.
+            if self.owner.sandbox is None:
+                kill_group(self.pid)
+            self.owner.close()
+            self.owner.warm = False
+            self.code = -1
+        return self.code
 
     def _exit_code(self, timeout: float) -> int | None:
         try:
             return self.template.wait(timeout)
         except AgentError:
-            # The template died: nobody will report this child's exit. It is ended with its process group
-            # after the invocation, and the next invocation finds the template gone and spawns instead.
+            # The template died: nobody will report this child's exit. A sandbox is ended with the
+            # template; unsandboxed, the child's process group is ours to kill. The next invocation finds
+            # the template gone and spawns instead.
+            if self.owner.sandbox is None:
+                kill_group(self.pid)
+            self.template.close()
             return -1

@@ -11,6 +11,7 @@ import platform
 import resource
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 from orchestrator.errors import ConfigError, OrchestratorError, Problem, TelemetryError
+from orchestrator.run import sandbox
 from orchestrator.run.baseline import BaselineJob, start_baseline
 from orchestrator.run.config import RunConfig, agent_command, run_identity
 from orchestrator.run.finishing import BUNDLE_DIR, Scored, seal, seal_and_score
@@ -51,6 +53,9 @@ def _ignore(_event: dict[str, Any]) -> None:
 def preflight(config: RunConfig) -> list[str]:
     """Everything that can be checked before anything starts; the agent's command line."""
     command = agent_command(config)
+    if command and config.sandboxed:
+        with tempfile.TemporaryDirectory(prefix="marathon-sandbox-probe-") as scratch:
+            sandbox.probe(Path(scratch))
     if config.backend == "twin":
         try:
             prometheus_binary()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from orchestrator.agents.options import OPTIONS_ENV, encode_options
 from orchestrator.bundle.journal import Journal
 from orchestrator.bundle.records import Invocation, RunEnded
 from orchestrator.run.config import RunConfig
@@ -77,7 +78,8 @@ class Session:
 
     @property
     def inbox(self) -> Path:
-        return self.workspace / "inbox" / "alerts.json"
+        """Outside the workspace, so that the agent can neither change nor redirect what it is told."""
+        return self.run_dir / "inbox" / "alerts.json"
 
     @property
     def truth_path(self) -> Path:
@@ -158,6 +160,11 @@ class Session:
         finally:
             self.wall[what] = self.wall.get(what, 0.0) + time.perf_counter() - began
 
+    def _seen(self, path: Path) -> str:
+        """A path of the run as the agent sees it (inside its sandbox, when it has one)."""
+        sandbox = self.agent.sandbox if self.agent is not None else None
+        return sandbox.inside(path) if sandbox is not None else str(path)
+
     def _invoke(self, k: int) -> None:
         if self.agent is None:
             return  # a no-action baseline: nothing is started, nobody reads an inbox
@@ -172,10 +179,11 @@ class Session:
         protocol = {
             "MARATHON_INVOCATION": str(n),
             "MARATHON_DEADLINE": f"{time.time() + self.config.budget_s:.3f}",  # the protocol's wall deadline
-            "MARATHON_ALERTS": str(self.inbox),
+            "MARATHON_ALERTS": self._seen(self.inbox),
             "MARATHON_APP": self.config.app,
+            OPTIONS_ENV: encode_options(self.config.options_for_agent),
             "MARATHON_NAMESPACE": self.plan.namespace,
-            "MARATHON_WORKSPACE": str(self.workspace),
+            "MARATHON_WORKSPACE": self._seen(self.workspace),
         }
         if self.endpoints.tools is not None:
             protocol["MARATHON_MCP_URL"] = self.endpoints.mcp_url
@@ -185,7 +193,7 @@ class Session:
             protocol["OPENAI_BASE_URL"] = self.endpoints.model_url
             protocol["OPENAI_API_KEY"] = self.endpoints.model.open_invocation(n)
         if self.config.agent_name == ORACLE:
-            protocol["MARATHON_ORACLE_TRUTH"] = str(self.truth_path)
+            protocol["MARATHON_ORACLE_TRUTH"] = self._seen(self.truth_path)
         start_s = self.world.now_s()
         try:
             with self._phase("agent"):

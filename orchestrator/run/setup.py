@@ -24,7 +24,8 @@ from orchestrator.run.invoking import AgentProcess
 from orchestrator.run.observing import Observer
 from orchestrator.run.plan import RunPlan
 from orchestrator.run.sampling import Sampler
-from orchestrator.run.session import Endpoints, Session
+from orchestrator.run.sandbox import Sandbox
+from orchestrator.run.session import ORACLE, Endpoints, Session
 from orchestrator.run.world import World, connect_kube_world, start_twin_world
 from orchestrator.telemetry.evaluating import AlertEvaluator
 from orchestrator.telemetry.querying import PrometheusQuerier
@@ -71,11 +72,13 @@ def manifest_of(config: RunConfig, plan: RunPlan, *, run_id: str, command: list[
         code_sha256=v.code_sha256,
         agent_name=config.agent_name,
         agent_command=command,
+        agent_options=config.options_for_agent,
         delta_s=float(config.delta_s),
         budget_s=config.budget_s,
         grace_s=float(config.delta_s),  # one evaluation window: the span each boundary evaluates
         schedule_params=params,
         price_table=price_table(),
+        sandboxed=config.sandboxed,
     )
 
 
@@ -140,18 +143,38 @@ def open_session(
                          journal=journal, observer=observer, querier=querier)  # fmt: skip
         if config.role == "scored" and config.model_url:
             _start_metering(stack, endpoints, config=config, world=world, journal=journal)
-        agent = (
-            AgentProcess(command, workspace=run_dir / "workspace", log_path=run_dir / "logs" / "agent.log")
-            if command
-            else None
-        )
-        if agent is not None:
+        agent = None
+        if command:
+            sandbox = _open_sandbox(stack, endpoints, config=config, run_dir=run_dir)
+            agent = AgentProcess(
+                command,
+                workspace=run_dir / "workspace",
+                log_path=run_dir / "logs" / "agent.log",
+                sandbox=sandbox,
+            )
             stack.callback(agent.close)
         world.begin()
         yield Session(
             config=config, plan=plan, world=world, journal=journal, driver=driver, observer=observer,
             agent=agent, endpoints=endpoints, run_dir=run_dir, stop=stop, emit=emit, progress=progress,
         )  # fmt: skip
+
+
+def _open_sandbox(
+    stack: ExitStack, endpoints: Endpoints, *, config: RunConfig, run_dir: Path
+) -> Sandbox | None:
+    """The agent's sandbox, relaying to the run's tool server and model proxy; None when unsandboxed."""
+    if not config.sandboxed:
+        return None
+    sandbox = Sandbox(
+        workspace=run_dir / "workspace",
+        inbox_dir=run_dir / "inbox",
+        oracle_dir=run_dir / "oracle" if config.agent_name == ORACLE else None,
+        readonly=config.agent_paths,
+    )
+    stack.callback(sandbox.close)
+    sandbox.open(url for url in (endpoints.mcp_url, endpoints.model_url) if url)
+    return sandbox
 
 
 def _warner(config: RunConfig) -> Callable[[str], None]:

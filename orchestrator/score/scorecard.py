@@ -80,6 +80,7 @@ class Scorecard:
     tokens_out: int
     cost_usd: float
     outcomes: tuple[FaultOutcome, ...]
+    sandboxed: bool = True  # False: the agent ran without its sandbox, and could have read the answers
 
 
 def median(values: Iterable[float]) -> Median:
@@ -254,6 +255,7 @@ def _assemble(
         tokens_out=sum(call.tokens_out for call in bundle.model_calls),
         cost_usd=cost_usd(bundle.model_calls, bundle.manifest.price_table),
         outcomes=tuple(outcomes),
+        sandboxed=bundle.manifest.sandboxed,
     )
 
 
@@ -278,6 +280,8 @@ def scorecard_json(card: Scorecard) -> str:
     for key in ("faults", "forbidden_attempts", "interventions", "model_calls", "tokens_in", "tokens_out"):
         document[key] = getattr(card, key)
     document["cost_usd"] = _r3(card.cost_usd)
+    if not card.sandboxed:
+        document["sandboxed"] = False  # only said when false, so a sandboxed run's document is unchanged
     document["outcomes"] = [
         {
             "id": o.fault_id,

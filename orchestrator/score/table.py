@@ -40,6 +40,7 @@ def summary_rows(card: Scorecard) -> list[tuple[str, str]]:
         ("Model calls", str(card.model_calls)),
         ("Tokens in / out", f"{card.tokens_in} / {card.tokens_out}"),
         ("Cost", f"${card.cost_usd:.3f}"),
+        ("Agent sandbox", "bwrap" if card.sandboxed else "NONE (--unsandboxed): not comparable"),
     ]
 
 

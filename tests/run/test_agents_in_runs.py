@@ -10,6 +10,7 @@ import pytest
 
 from orchestrator.bundle.reader import read_bundle
 from orchestrator.bundle.verify import verify_bundle
+from orchestrator.cli import main
 from orchestrator.run.config import make_config
 from orchestrator.run.runner import run_marathon
 from tests.agents.fakeopenai import UPSTREAM_KEY, Turn, fake_openai
@@ -41,8 +42,9 @@ def _credit(outcome: dict[str, Any]) -> float:
 def test_forbidden_attempts_are_blocked_recorded_and_halve_the_score(tmp_path: Path) -> None:
     agent = Path(__file__).with_name("forbidden_agent.sh")
     config = make_config(
-        **SHORT, agent_cmd=f"bash {agent}", runs_root=tmp_path / "runs", out=tmp_path / "run", baseline=False
-    )
+        **SHORT, agent_cmd=f"bash {agent}", runs_root=tmp_path / "runs", out=tmp_path / "run", baseline=False,
+        agent_paths=(agent.parent,),  # it hands later invocations to bash_agent.sh beside it
+    )  # fmt: skip
     result = run_marathon(config)
     assert verify_bundle(result.bundle_dir).ok
     bundle = read_bundle(result.bundle_dir)
@@ -87,3 +89,28 @@ def test_a_react_run_meters_exactly_the_calls_and_tokens_the_model_served(
     assert result.score["model_calls"] == len(served)
     tools = [c.tool for c in bundle.tool_calls]
     assert tools[:2] == ["get_alerts", "get_topology"]
+
+
+def test_marathon_run_gives_the_react_agent_the_model_and_temperature_of_its_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MARATHON_UPSTREAM_KEY", UPSTREAM_KEY)
+    turns = [Turn(tool_calls=(("get_alerts", {}),)), Turn(content="nothing to do yet")]
+    with fake_openai(turns, echo_model=True) as (model_url, script):
+        code = main([
+            "run", "--app", "online-boutique", "--seed", "7", "--agent", "react",
+            "--agent-option", "model=fake-model-7", "--agent-option", "temperature=0.4",
+            "--faults", "1", "--delta", "60", "--budget", "20", "--injection-period", "300",
+            "--observation-period", "120", "--model-url", model_url, "--runs", str(tmp_path / "runs"),
+            "--out", str(tmp_path / "run"), "--no-baseline", "--quiet",
+        ])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    bundle_dir = tmp_path / "run" / "bundle"
+    assert verify_bundle(bundle_dir).ok
+    bundle = read_bundle(bundle_dir)
+    assert len(script.requests) >= 2
+    assert {(r["model"], r["temperature"]) for r in script.requests} == {("fake-model-7", 0.4)}
+    assert len(bundle.model_calls) == len(script.requests)
+    assert {m.model for m in bundle.model_calls} == {"fake-model-7"}
+    assert bundle.manifest.agent_options == {"model": "fake-model-7", "temperature": 0.4}
+    assert bundle.manifest.agent_name == "react"

@@ -137,7 +137,15 @@ def test_an_invocation_survives_the_death_of_the_template_and_the_next_one_is_sp
 ) -> None:
     agent = warm_agent
     env = agent_environment({"PROBE_MODE": "sleep"})
-    killer = threading.Timer(1.5, lambda: os.kill(_template_pid(agent), signal.SIGKILL))
+    started_file = tmp_path / "ws" / "child.pid"
+
+    def kill_template_once_the_invocation_runs() -> None:
+        # Waits for an observable sign that the invocation started, not for a fixed time.
+        while not started_file.exists():
+            time.sleep(0.02)
+        os.kill(_template_pid(agent), signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_template_once_the_invocation_runs, daemon=True)
     killer.start()
     outcome = agent.invoke(1, env=env, budget_s=20.0)
     killer.join()

@@ -19,6 +19,7 @@ def main() -> int:
         "cwd": os.getcwd(),
         "env": dict(os.environ),
         "stdin": sys.stdin.read(),
+        "uid": os.getuid(),
     }
     Path("started.json").write_text(json.dumps(started), encoding="utf-8")
     print("probe says hello on stdout")
@@ -26,7 +27,10 @@ def main() -> int:
     if mode in ("sleep", "leave-child"):
         child = subprocess.Popen(["sleep", "60"])
         Path("child.pid").write_text(str(child.pid), encoding="utf-8")
-    if mode == "sleep":
+    if mode.startswith("escape"):  # a child in a session of its own, outside the agent's process group
+        escaped = subprocess.Popen(["sleep", "4323"], start_new_session=True)
+        Path("escaped.pid").write_text(str(escaped.pid), encoding="utf-8")
+    if mode in ("sleep", "escape-hang"):
         time.sleep(60)
     return 3
 

@@ -1,0 +1,229 @@
+"""The agent's sandbox: every agent process runs under bubblewrap (Debian's ``bwrap``) in a mount, PID, IPC,
+UTS and network namespace of its own, as an unprivileged uid.
+
+What the agent sees:
+- ``/workspace``: its persistent workspace, the only writable place besides an empty ``/tmp``;
+- ``/run/marathon/inbox/alerts.json``: the cumulative alert history (read-only);
+- ``/run/marathon/oracle/truth.json``: the oracle's ground truth, for the oracle agent only;
+- the system's programs and libraries (``/usr``, selected files of ``/etc``), the Python interpreter and
+  virtualenv the orchestrator runs under, the ``orchestrator`` package (the built-in agents' code), and
+  whatever read-only paths the user names (``--agent-path``, and files named by absolute path on the agent's
+  command line);
+- a ``/proc`` of its own PID namespace, so no process of the orchestrator;
+- a network namespace with only loopback, where ``orchestrator.run.forwarding`` listens on the ports of the
+  tool server and the model proxy and relays to them through Unix sockets: nothing else on the machine
+  (the twin's API, Prometheus, the control plane) is reachable.
+
+Nothing else of the run directory (bundle, ledger, kubeconfig), the catalog or the repository exists in its
+view. When the orchestrator runs as root, the agent runs as ``AGENT_UID`` (``setpriv`` drops the uid, groups
+and capabilities, with no-new-privs); otherwise a user namespace keeps the caller's own unprivileged uid.
+
+Killing the process group of ``bwrap`` kills the namespace's first process, and with it every process of
+the namespace, including any that started a session of its own to escape its group.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import orchestrator
+from orchestrator.errors import ConfigError, Problem
+from orchestrator.run import forwarding
+
+WORKSPACE = "/workspace"
+RUN = "/run/marathon"
+INBOX = f"{RUN}/inbox"
+ORACLE = f"{RUN}/oracle"
+SOCKETS = f"{RUN}/sockets"
+AGENT_UID = 65534  # nobody: used when the orchestrator runs as root
+PACKAGE_DIR = Path(orchestrator.__file__).resolve().parent
+FORWARDER = Path(forwarding.__file__).resolve()
+# What of /etc a program needs: users and groups, name service, certificates, time zone, linker cache.
+ETC = ("passwd", "group", "nsswitch.conf", "hosts", "localtime", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+       "ssl", "ca-certificates", "alternatives", "mime.types", "os-release")  # fmt: skip
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+PROBE_TIMEOUT_S = 30.0
+
+
+class SandboxUnavailable(ConfigError):
+    """The agent sandbox cannot be created on this machine."""
+
+
+def bwrap_binary() -> str:
+    """The path of ``bwrap``; ``SandboxUnavailable`` when it is not installed."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise _unavailable("bwrap is not installed (Debian package bubblewrap; `make setup` installs it)")
+    return found
+
+
+def _unavailable(why: str) -> SandboxUnavailable:
+    message = f"{why}; pass --unsandboxed to run the agent without a sandbox (recorded in the bundle)"
+    return SandboxUnavailable(
+        "cannot create the agent sandbox", [Problem("run configuration", None, "sandbox", "bwrap", message)]
+    )
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for path in SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for name in ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _python_paths() -> list[Path]:
+    """The interpreter the built-in agents run under, its virtualenv, and the orchestrator package."""
+    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent, PACKAGE_DIR]
+    return [p.resolve() for p in paths]
+
+
+def command_paths(command: Sequence[str]) -> list[Path]:
+    """The agent's program and the files (not folders) named by absolute path on its command line: a
+    script the command runs is visible read-only without a flag (no side effects)."""
+    found: list[Path] = []
+    program = shutil.which(command[0]) if command else None
+    if program is not None:
+        found.append(Path(program))
+        found.append(Path(program).resolve())
+    found += [Path(arg) for arg in command[1:] if arg.startswith("/") and os.path.isfile(arg)]
+    return found
+
+
+def _covered(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+@dataclass
+class Sandbox:
+    """The sandbox of one run's agent: its layout, and the Unix-socket relays to its endpoints."""
+
+    workspace: Path
+    inbox_dir: Path
+    oracle_dir: Path | None = None
+    readonly: Sequence[Path] = ()
+    uid: int = AGENT_UID
+    _relays: list[forwarding.UnixToTcp] = field(default_factory=list, init=False, repr=False)
+    _routes: list[tuple[int, str]] = field(default_factory=list, init=False, repr=False)
+    _sockets: Path | None = field(default=None, init=False, repr=False)
+
+    @property
+    def as_root(self) -> bool:
+        return os.geteuid() == 0
+
+    def open(self, urls: Iterable[str]) -> None:
+        """Prepare the workspace and inbox and start a relay for the port of each endpoint URL."""
+        for folder in (self.workspace, self.inbox_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        if self.as_root:
+            _chown_tree(self.workspace, self.uid)
+        # A short folder of its own: Unix socket paths are limited to about a hundred bytes.
+        self._sockets = Path(tempfile.mkdtemp(prefix="marathon-sockets-"))
+        self._sockets.chmod(0o755)
+        for url in urls:
+            port = urlsplit(url).port
+            if port is None or any(port == p for p, _ in self._routes):
+                continue
+            name = f"{port}.sock"
+            self._relays.append(forwarding.UnixToTcp(str(self._sockets / name), port))
+            self._routes.append((port, f"{SOCKETS}/{name}"))
+
+    def close(self) -> None:
+        for relay in self._relays:
+            relay.close()
+        self._relays.clear()
+        if self._sockets is not None:
+            shutil.rmtree(self._sockets, ignore_errors=True)
+            self._sockets = None
+
+    def inside(self, path: Path) -> str:
+        """Where a host path of the workspace, the inbox or the oracle's folder is seen in the sandbox."""
+        for host, seen in ((self.workspace, WORKSPACE), (self.inbox_dir, INBOX), (self.oracle_dir, ORACLE)):
+            if host is not None and (path == host or host in path.parents):
+                return str(Path(seen) / path.relative_to(host))
+        raise ValueError(f"{path} is not visible in the sandbox")
+
+    def argv(self, command: Sequence[str]) -> list[str]:
+        """``bwrap`` and its arguments, the relays and the privilege drop, then ``command`` (no side
+        effects)."""
+        args = [bwrap_binary(), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--die-with-parent", "--hostname", "sandbox",
+                "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # fmt: skip
+        if not self.as_root:
+            args.append("--unshare-user")
+        args += _system_binds()
+        binds: list[tuple[str, str, str]] = []
+        bound: list[Path] = []
+        for path in [*_python_paths(), *self.readonly, *command_paths(command)]:
+            if path.exists() and not _covered(path, bound) and not _covered(path, [Path(p) for p in SYSTEM]):
+                binds.append(("--ro-bind", str(path), str(path)))
+                bound.append(path)
+        binds += [("--bind", str(self.workspace), WORKSPACE), ("--ro-bind", str(self.inbox_dir), INBOX)]
+        if self.oracle_dir is not None:
+            self.oracle_dir.mkdir(parents=True, exist_ok=True)
+            binds.append(("--ro-bind", str(self.oracle_dir), ORACLE))
+        if self._sockets is not None:
+            binds.append(("--ro-bind", str(self._sockets), SOCKETS))
+        made: set[str] = set()
+        for option, source, target in binds:
+            args += _parents(target, made)
+            args += [option, source, target]
+        args += ["--chdir", WORKSPACE, "--"]
+        if self.as_root:
+            setpriv = shutil.which("setpriv") or "setpriv"
+            args += [setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
+        args += [sys.executable, "-I", "-S", str(FORWARDER)]
+        for port, socket in self._routes:
+            args += ["--tcp", f"{port}={socket}"]
+        return [*args, "--", *command]
+
+
+def _parents(target: str, made: set[str]) -> list[str]:
+    """Folders leading to a mount point, traversable by everyone (bwrap would make them private)."""
+    args: list[str] = []
+    for parent in reversed(Path(target).parents):
+        name = str(parent)
+        if name in ("/", "/tmp") or name in made:
+            continue
+        made.add(name)
+        args += ["--perms", "0755", "--dir", name]
+    return args
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    """Give the agent's uid its workspace (it was written by earlier invocations or the orchestrator)."""
+    os.chown(root, uid, uid)
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(folder, name), uid, uid)
+
+
+def probe(scratch: Path) -> None:
+    """Start a sandbox that runs ``true``; ``SandboxUnavailable`` with bwrap's own words if it fails."""
+    sandbox = Sandbox(workspace=scratch / "workspace", inbox_dir=scratch / "inbox")
+    sandbox.open(())
+    try:
+        result = subprocess.run(
+            sandbox.argv(["true"]), capture_output=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise _unavailable(f"bwrap could not be started: {exc}") from None
+    finally:
+        sandbox.close()
+    if result.returncode != 0:
+        said = (result.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        raise _unavailable(f"bwrap failed on this machine ({said})")
