@@ -7,7 +7,8 @@ socket's folder is the only thing of the run bound into the sandbox. Inside, thi
 program (``python -I forwarding.py --tcp PORT=SOCKET ... -- COMMAND ...``) that listens on
 ``127.0.0.1:PORT`` for each endpoint, relays every connection to its socket, starts the agent's command and
 exits with its exit code. So the URLs an agent is given are the same inside and outside the sandbox, and
-every other address on the machine is unreachable from it.
+every other address on the machine is unreachable from it. Outside, the same program with
+``--unix SOCKET=PORT`` and no command is the relay from the socket to the endpoint.
 
 The module uses the standard library only: inside the sandbox it runs before, and apart from, the
 orchestrator's own imports.
@@ -29,6 +30,11 @@ CHUNK = 65536
 
 def relay(a: socket.socket, b: socket.socket) -> None:
     """Copy bytes both ways between two connected sockets until both directions are closed."""
+    for s in (a, b):
+        if s.family == socket.AF_INET:
+            # A request or answer arrives in pieces; without this, Nagle's algorithm holds each later
+            # piece until the peer's delayed acknowledgement of the first, some 40 ms a time.
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def pump(src: socket.socket, dst: socket.socket) -> None:
         try:
@@ -93,21 +99,41 @@ def _tcp_connector(port: int) -> Callable[[], socket.socket]:
 
 
 class UnixToTcp:
-    """Outside the sandbox: serve ``socket_path`` and relay each connection to ``127.0.0.1:port``."""
+    """Outside the sandbox: serve ``socket_path`` and relay each connection to ``127.0.0.1:port``.
+
+    The relay is a process of its own (this module with ``--unix``), not a thread of the runner, whose
+    interpreter is busy serving the tools: a thread would wait for the runner's lock on every chunk."""
 
     def __init__(self, socket_path: str, port: int) -> None:
         self.socket_path = socket_path
         self.port = port
-        self._server = _UnixServer(socket_path, _handler(_tcp_connector(port)))
-        os.chmod(socket_path, 0o666)  # the agent's uid connects to it; only the sandbox can see the folder
-        self._thread = threading.Thread(target=self._server.serve_forever, name="unix relay", daemon=True)
-        self._thread.start()
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), "--unix", f"{socket_path}={port}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+        )
+        assert self._process.stdout is not None
+        ready = self._process.stdout.readline()  # the relay says so once its socket listens
+        if ready.strip() != b"listening":
+            self.close()
+            raise OSError(f"the relay for port {port} did not start")
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path)
+
+
+def listen_unix(socket_path: str, port: int) -> _UnixServer:
+    """Outside the sandbox: listen on ``socket_path`` and relay each connection to ``127.0.0.1:port``."""
+    server = _UnixServer(socket_path, _handler(_tcp_connector(port)))
+    os.chmod(socket_path, 0o666)  # the agent's uid connects to it; only the sandbox can see the folder
+    threading.Thread(target=server.serve_forever, name=f"relay {socket_path}", daemon=True).start()
+    return server
 
 
 def listen_tcp(port: int, socket_path: str) -> _TcpServer:
@@ -117,28 +143,32 @@ def listen_tcp(port: int, socket_path: str) -> _TcpServer:
     return server
 
 
-def _parse(argv: Sequence[str]) -> tuple[list[tuple[int, str]], list[str]]:
-    if "--" not in argv:
-        raise SystemExit("forwarding: usage: --tcp PORT=SOCKET ... -- COMMAND ...")
-    split = list(argv).index("--")
+def _parse(argv: Sequence[str]) -> tuple[list[tuple[str, str, str]], list[str]]:
+    split = list(argv).index("--") if "--" in argv else len(argv)
     options, command = list(argv[:split]), list(argv[split + 1 :])
-    routes: list[tuple[int, str]] = []
+    routes: list[tuple[str, str, str]] = []
     while options:
         flag = options.pop(0)
-        if flag != "--tcp" or not options:
+        if flag not in ("--tcp", "--unix") or not options:
             raise SystemExit(f"forwarding: unexpected argument {flag!r}")
-        port, _, path = options.pop(0).partition("=")
-        routes.append((int(port), path))
-    if not command:
-        raise SystemExit("forwarding: no command")
+        listen, _, target = options.pop(0).partition("=")
+        routes.append((flag, listen, target))
     return routes, command
 
 
 def main(argv: Sequence[str]) -> int:
-    """Listen for every route, run the command with our standard streams, and return its exit code."""
+    """Listen for every route; then run the command with our standard streams and return its exit code,
+    or, with no command, relay until killed."""
     routes, command = _parse(argv)
-    for port, path in routes:
-        listen_tcp(port, path)
+    for flag, listen, target in routes:
+        if flag == "--tcp":
+            listen_tcp(int(listen), target)
+        else:
+            listen_unix(listen, int(target))
+    if not command:
+        print("listening", flush=True)
+        threading.Event().wait()
+        return 0
     try:
         child = subprocess.Popen(command)
     except OSError as exc:
