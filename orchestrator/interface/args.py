@@ -1,7 +1,8 @@
 """The argument models of the agent tools: what each tool accepts, validated before the policy sees it.
 
 Every model forbids unknown fields, so a misspelt argument is an error the agent can read, never a silent
-default. Times are schedule seconds (the clock of alert times); durations are seconds.
+default. Every string, list and mapping the agent writes has a length bound (a diff the largest), and no
+number may be NaN or infinite. Times are schedule seconds (the clock of alert times); durations are seconds.
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ Kind = Literal[
     "pods", "deployments", "replicasets", "services", "endpoints", "configmaps", "secrets", "nodes",
     "namespaces",
 ]  # fmt: skip
-PortName = Annotated[str, Field(pattern=r"^[a-z0-9-]{1,15}$")]
+PortName = Annotated[str, Field(max_length=15, pattern=r"^[a-z0-9-]{1,15}$")]
 PortNumber = Annotated[int, Field(ge=1, le=65535)]
-Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")]
+Quantity = Annotated[str, Field(max_length=32, pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")]
+EnvName = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+EnvValue = Annotated[str, Field(max_length=4096)]
+Label = Annotated[str, Field(max_length=253)]
+Seconds = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class Args(BaseModel):
@@ -34,16 +39,16 @@ class ReadArgs(Args):
 
 class GetAlerts(ReadArgs):
     status: Literal["firing", "resolved", "all"] = "all"
-    service: str | None = None
-    rule: str | None = None
-    since_s: float | None = Field(default=None, ge=0, description="only alerts active in the last since_s")
+    service: Label | None = None
+    rule: Label | None = None
+    since_s: Seconds | None = Field(default=None, ge=0, description="only alerts active in the last since_s")
 
 
 class QueryMetrics(ReadArgs):
     query: str = Field(min_length=1, max_length=4000)
-    start_s: float | None = Field(default=None, description="schedule seconds; with end_s: a range query")
-    end_s: float | None = None
-    step_s: float = Field(default=30.0, ge=1.0, le=3600.0)
+    start_s: Seconds | None = Field(default=None, description="schedule seconds; with end_s: a range query")
+    end_s: Seconds | None = None
+    step_s: Seconds = Field(default=30.0, ge=1.0, le=3600.0)
 
 
 class GetLogs(ReadArgs):
@@ -97,7 +102,9 @@ class Describe(ReadArgs):
 
 
 class GetEvents(ReadArgs):
-    name: str | None = Field(default=None, description="only events of objects whose name starts with this")
+    name: Label | None = Field(
+        default=None, description="only events of objects whose name starts with this"
+    )
     since_s: int = Field(default=600, ge=1, le=86_400)
 
 
@@ -127,9 +134,11 @@ class GetFeatureFlags(ReadArgs):
 
 class IncidentReportArgs(Args):
     incident_id: str = Field(min_length=1, max_length=120)
-    alert_ids: list[str] = Field(default_factory=list, max_length=200)
+    alert_ids: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=200)
     culprit_services: list[Name] = Field(default_factory=list, max_length=50)
-    artifact: str = Field(description="KIND or KIND:REFERENCE, e.g. release:cartservice@v1.2 or config")
+    artifact: str = Field(
+        max_length=400, description="KIND or KIND:REFERENCE, e.g. release:cartservice@v1.2 or config"
+    )
     status: Literal["open", "mitigated", "resolved"] = "open"
     notes: str = Field(default="", max_length=4000)
 
@@ -170,9 +179,9 @@ class ResourceChange(Args):
 
 
 class UpdateConfig(ServiceMutation):
-    env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str | None] | None = None
+    env: dict[EnvName, EnvValue | None] | None = Field(default=None, max_length=100)
     resources: ResourceChange | None = None
-    ports: dict[PortName, PortNumber] | None = None
+    ports: dict[PortName, PortNumber] | None = Field(default=None, max_length=50)
 
 
 class SetFeatureFlag(MutateArgs):
@@ -197,3 +206,8 @@ class BuildServiceImage(ServiceMutation):
 
 class SubmitPatch(ServiceMutation):
     image: str = Field(min_length=1, max_length=400)
+
+
+def is_read(call: Args) -> bool:
+    """Whether ``call`` only reads: neither a change nor an incident report (no side effects)."""
+    return not isinstance(call, MutateArgs | IncidentReportArgs)

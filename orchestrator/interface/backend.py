@@ -19,7 +19,7 @@ from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import ServiceKind, Topology
 from orchestrator.cluster.client import KubeClient, ObjectRef
-from orchestrator.interface.policy import HIDDEN_NAMESPACES, PolicyContext
+from orchestrator.interface.policy import HIDDEN_NAMESPACES, MUTATION_LIMIT, READ_LIMIT, PolicyContext
 from orchestrator.interface.sources import SourceStore
 from orchestrator.telemetry.querying import Querier
 
@@ -42,7 +42,8 @@ class Backend:
     traces_url: str | None = None
     namespace: str = ""
     hidden_namespaces: frozenset[str] = HIDDEN_NAMESPACES
-    mutation_limit: int = 10
+    mutation_limit: int = MUTATION_LIMIT
+    read_limit: int = READ_LIMIT
     _flags: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -80,7 +81,7 @@ class Backend:
             if s.name != self.topology.loadgen and s.kind != ServiceKind.LOADGEN
         )
 
-    def policy_context(self, *, mutations_done: int) -> PolicyContext:
+    def policy_context(self, *, mutations_done: int, reads_done: int = 0) -> PolicyContext:
         return PolicyContext(
             namespace=self.namespace,
             workloads=self.workloads,
@@ -89,6 +90,8 @@ class Backend:
             hidden_namespaces=self.hidden_namespaces,
             mutations_done=mutations_done,
             mutation_limit=self.mutation_limit,
+            reads_done=reads_done,
+            read_limit=self.read_limit,
         )
 
     def deployment(self, service: str, namespace: str | None = None) -> Json:

@@ -1,15 +1,25 @@
-"""One tool call end to end: validate, decide, execute, journal; every failure a structured error result.
+"""One tool call end to end: validate, decide, execute within a deadline, journal; every failure a structured
+error result.
 
-The journal gets, per call: a ``ToolCall`` with the decision and its reason (always); a
-``ForbiddenAttempt(blocked=True)`` when the policy forbade it; an ``Intervention`` when a mutation was
-executed (result ok or error); an ``IncidentReport`` for an accepted ``incident_report``.
+The journal gets, per call: a ``ToolCall`` with the decision and its reason (always, also for a request the
+server refused before any tool could run); a ``ForbiddenAttempt(blocked=True)`` when the policy forbade it;
+an ``Intervention`` when a mutation was executed (result ok or error); an ``IncidentReport`` for an accepted
+``incident_report``.
+
+Each handler runs in a thread of its own and the caller waits for it until the call's deadline at most,
+then answers ``deadline_exceeded``. A handler past its deadline is left to finish: a mutation that finishes
+late is journaled when it finishes, and one still unfinished when the server stops is journaled then, its
+outcome unknown. Calls take turns, but a turn ends at the deadline, so a handler that hangs delays a later
+call by one deadline at most and never blocks the runner.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import JsonValue, ValidationError
@@ -24,30 +34,44 @@ from orchestrator.interface.tools import TOOLS, Tool
 Json = dict[str, Any]
 Verdict = Literal["allowed", "denied", "forbidden"]
 Recorder = Callable[[Record], object]
+CALL_DEADLINE_S = 10.0  # far below an invocation's budget (110 s): one stuck call cannot use it up
+MAX_STRAGGLERS = 8  # handlers still running past their deadline; while this many run, new calls are refused
 RESULT_CHARS = 500  # the journal keeps a short summary of each result, not the whole answer
 ARG_CHARS = 4000
+ARG_KEYS = 50
+NAME_CHARS = 120
+REASON_CHARS = 2000
+MAX_ERRORS = 10
 
 
-class UnknownTool(OrchestratorError):
-    """No tool has this name."""
+def _short(text: str, limit: int = NAME_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text)} characters]"
 
 
 def _summary(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + f"... [{len(text)} characters]"
+    return _short(json.dumps(value, sort_keys=True, default=str), RESULT_CHARS)
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, default=str, allow_nan=False)
+    except (ValueError, RecursionError) as exc:
+        return json.dumps(f"<not journaled: {type(exc).__name__}>")
 
 
 def _journal_args(raw: Any) -> dict[str, JsonValue]:
-    """The arguments as the journal keeps them: JSON values, long strings (diffs) cut with a note."""
+    """The arguments as the journal keeps them: JSON values, long strings (diffs), keys and lists cut."""
+    if raw is None:
+        return {}
     if not isinstance(raw, dict):
-        return {"_invalid": str(raw)[:ARG_CHARS]}
+        return {"_invalid": _short(_json_text(raw), ARG_CHARS)}
     kept: dict[str, JsonValue] = {}
-    for key, value in raw.items():
-        text = json.dumps(value, default=str)
-        if len(text) > ARG_CHARS:
-            kept[str(key)] = text[:ARG_CHARS] + f"... [{len(text)} characters]"
-        else:
-            kept[str(key)] = json.loads(text)
+    for index, (key, value) in enumerate(raw.items()):
+        if index == ARG_KEYS:
+            kept["_left_out"] = f"{len(raw) - ARG_KEYS} more arguments"
+            break
+        text = _json_text(value)
+        kept[_short(str(key))] = json.loads(text) if len(text) <= ARG_CHARS else _short(text, ARG_CHARS)
     return kept
 
 
@@ -56,48 +80,151 @@ def _error(kind: str, message: str) -> Json:
 
 
 def _validation_message(exc: ValidationError) -> str:
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()]
-    return "invalid arguments: " + "; ".join(parts)
+    errors = exc.errors()
+    parts = [
+        f"{_short('.'.join(str(p) for p in e['loc'])) or 'arguments'}: {_short(e['msg'], 400)}"
+        for e in errors[:MAX_ERRORS]
+    ]
+    more = f"; and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
+    return "invalid arguments: " + "; ".join(parts) + more
+
+
+def _execute(tool: Tool, backend: Backend, parsed: a.Args) -> tuple[Json, list[str]]:
+    """Run the handler: its result or its failure as an error result, and the services a mutation acted on."""
+    targets: list[str] = []
+    try:
+        value = tool.handler(backend, parsed)
+        if tool.effect == "mutate":
+            value, targets = value
+        outcome: Json = {"ok": True, "result": value}
+    except OrchestratorError as exc:
+        outcome = _error(type(exc).__name__, str(exc))
+    except Exception as exc:  # the edge: an unexpected failure is still an answer, never a dropped call
+        outcome = _error("internal_error", f"{type(exc).__name__}: {exc}")
+    if tool.effect == "mutate" and not targets and isinstance(parsed, a.ServiceMutation):
+        targets = [parsed.service]
+    return outcome, targets
+
+
+@dataclass(eq=False)
+class _Job:
+    """One handler run in its own thread; ``lock`` orders its finish against the caller giving up on it."""
+
+    tool: Tool
+    parsed: a.Args
+    invocation: int
+    done: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    outcome: Json | None = None
+    targets: list[str] = field(default_factory=list)
+    late: bool = False  # the caller stopped waiting at the deadline
+    settled: bool = False  # whoever set this journals (or has journaled) what the handler did
 
 
 class ToolCaller:
-    """Runs tool calls for one invocation at a time; thread-safe (calls are serialised)."""
+    """Runs tool calls for one invocation at a time; thread-safe."""
 
-    def __init__(self, backend: Backend, recorder: Recorder) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        recorder: Recorder,
+        *,
+        deadline_s: float = CALL_DEADLINE_S,
+        tools: Mapping[str, Tool] = TOOLS,
+    ) -> None:
         self.backend = backend
         self.recorder = recorder
+        self.deadline_s = deadline_s
+        self.tools = tools
         self.invocation = -1
         self.mutations = 0
-        self._lock = threading.Lock()
+        self.reads = 0
+        self._state = threading.Lock()  # the invocation, its counters and the stragglers; held briefly
+        self._turn = threading.Lock()  # one call at a time, each until its deadline at most
+        self._stragglers: dict[_Job, None] = {}  # handlers past their deadline, oldest first
+        self._closed = False
 
     def begin(self, invocation: int) -> None:
-        with self._lock:
+        """Start invocation ``invocation``: fresh read and mutation counts (never waits for a call)."""
+        with self._state:
             self.invocation = invocation
             self.mutations = 0
-
-    def tool(self, name: str) -> Tool:
-        if name not in TOOLS:
-            raise UnknownTool(f"no tool {name!r}; tools: {', '.join(TOOLS)}")
-        return TOOLS[name]
+            self.reads = 0
 
     def call(self, name: str, raw: Any) -> Json:
         """Run tool ``name`` with the raw JSON arguments ``raw``; ``{"ok": ..., "result"|"error": ...}``."""
-        tool = self.tool(name)
-        with self._lock:
-            return self._call(tool, raw)
+        arrived = time.monotonic()
+        tool = self.tools.get(name)
+        if tool is None:
+            message = f"no tool {_short(name)!r}; tools: {', '.join(self.tools)}"
+            return self.reject(name, "unknown_tool", message, raw=raw)
+        if self._closed:
+            return self.reject(name, "unavailable", "the tool server is stopping", raw=raw)
+        invocation = self._current()
+        if not self._turn.acquire(timeout=self.deadline_s):
+            message = f"no turn within the {self.deadline_s:g} s deadline: earlier calls are still running"
+            return self._refuse(tool, invocation, raw, "deadline_exceeded", message)
+        try:
+            return self._call(tool, raw, invocation, deadline=arrived + self.deadline_s)
+        finally:
+            self._turn.release()
 
-    def _call(self, tool: Tool, raw: Any) -> Json:
+    def reject(self, name: str | None, kind: str, message: str, *, raw: Any = None) -> Json:
+        """Journal a request refused before any tool ran (an unknown tool, a body too large, too deep or not
+        JSON) as a denied ``ToolCall``; returns its error result."""
+        tool = self.tools.get(name) if name is not None else None
+        self.recorder(
+            ToolCall(
+                invocation=self._current(),
+                t=self.backend.now_s(),
+                tool=_short(name or ""),
+                args=_journal_args(raw),
+                effect=tool.effect if tool is not None else "none",
+                decision="denied",
+                reason=_short(f"{kind}: {message}", REASON_CHARS),
+            )
+        )
+        return _error(kind, message)
+
+    def close(self) -> None:
+        """Take no more calls; journal each mutation still running past its deadline, its outcome unknown."""
+        with self._state:
+            self._closed = True
+            pending = list(self._stragglers)
+        for job in pending:
+            with job.lock:
+                owed = not job.settled
+                job.settled = True
+            if owed and job.tool.effect == "mutate":
+                note = "unfinished when the tool server stopped: whether it took effect is unknown"
+                self._intervention(job, result="error", detail=f"{note} (invocation {job.invocation})")
+
+    def _current(self) -> int:
+        with self._state:
+            return self.invocation
+
+    def _call(self, tool: Tool, raw: Any, invocation: int, *, deadline: float) -> Json:
         t = self.backend.now_s()
-        journal_args = _journal_args(raw if raw is not None else {})
+        journal_args = _journal_args(raw)
         try:
             parsed = tool.args.model_validate(raw if raw is not None else {})
         except ValidationError as exc:
             message = _validation_message(exc)
-            self._tool_call(tool, t, journal_args, "denied", message, "")
+            self._tool_call(tool, invocation, t, journal_args, "denied", message, "")
             return _error("invalid_arguments", message)
-        verdict = decide(parsed, self.backend.policy_context(mutations_done=self.mutations))
+        with self._state:
+            context = self.backend.policy_context(mutations_done=self.mutations, reads_done=self.reads)
+            verdict = decide(parsed, context)
+            busy = verdict.allowed and len(self._stragglers) >= MAX_STRAGGLERS
+            if verdict.allowed and not busy and tool.effect == "mutate":
+                self.mutations += 1
+            elif verdict.allowed and not busy and tool.effect == "read":
+                self.reads += 1
+        if busy:
+            message = f"{len(self._stragglers)} earlier calls are still running past their deadline"
+            return self._refuse(tool, invocation, raw, "unavailable", message)
         if not verdict.allowed:
-            self._tool_call(tool, t, journal_args, verdict.decision, verdict.reason, "")
+            self._tool_call(tool, invocation, t, journal_args, verdict.decision, verdict.reason, "")
             if verdict.decision == "forbidden":
                 self.recorder(
                     ForbiddenAttempt(
@@ -105,38 +232,59 @@ class ToolCaller:
                     )
                 )
             return _error(verdict.decision, verdict.reason)
-        outcome = self._execute(tool, parsed)
-        reason = "" if outcome["ok"] else outcome["error"]["message"]
-        self._tool_call(tool, t, journal_args, "allowed", reason, _summary(outcome.get("result", outcome)))
+        job = _Job(tool=tool, parsed=parsed, invocation=invocation)
+        threading.Thread(target=self._run, args=(job,), name=f"tool {tool.name}", daemon=True).start()
+        if not job.done.wait(max(0.0, deadline - time.monotonic())) and self._give_up(job):
+            message = f"{tool.name} gave no answer within the {self.deadline_s:g} s deadline"
+            if tool.effect == "mutate":
+                message += "; the change may still take effect: check before repeating it"
+            self._tool_call(tool, invocation, t, journal_args, "allowed", f"deadline_exceeded: {message}", "")
+            return _error("deadline_exceeded", message)
+        assert job.outcome is not None  # set before done, or before _give_up found it finished
+        outcome = job.outcome
+        self._effects(job)
+        reason = "" if outcome["ok"] else _short(outcome["error"]["message"], REASON_CHARS)
+        summary = _summary(outcome.get("result", outcome))
+        self._tool_call(tool, invocation, t, journal_args, "allowed", reason, summary)
         return outcome
 
-    def _execute(self, tool: Tool, parsed: a.Args) -> Json:
+    def _give_up(self, job: _Job) -> bool:
+        """Stop waiting for ``job``; False when it finished in the meantime after all."""
+        with job.lock:
+            if job.outcome is not None:
+                return False
+            job.late = True
+            with self._state:
+                self._stragglers[job] = None
+            return True
+
+    def _run(self, job: _Job) -> None:
+        outcome = _error("internal_error", "the handler ended without an answer")
         targets: list[str] = []
         try:
-            value = tool.handler(self.backend, parsed)
-            if tool.effect == "mutate":
-                value, targets = value
-            outcome: Json = {"ok": True, "result": value}
-        except OrchestratorError as exc:
-            outcome = _error(type(exc).__name__, str(exc))
-        except Exception as exc:  # the edge: an unexpected failure is still an answer, never a dropped call
-            outcome = _error("internal_error", f"{type(exc).__name__}: {exc}")
-        if tool.effect == "mutate":
-            self.mutations += 1
-            if not targets and hasattr(parsed, "service"):
-                targets = [parsed.service]
+            outcome, targets = _execute(job.tool, self.backend, job.parsed)
+        finally:
+            with job.lock:
+                job.outcome, job.targets = outcome, targets
+                owed = job.late and not job.settled
+                job.settled = True
+                job.done.set()
+            if job.late:
+                with self._state:
+                    self._stragglers.pop(job, None)
+            if owed and job.tool.effect == "mutate":
+                detail = _summary(outcome["result"]) if outcome["ok"] else outcome["error"]["message"]
+                note = f"finished after its {self.deadline_s:g} s deadline (invocation {job.invocation}): "
+                self._intervention(job, result="ok" if outcome["ok"] else "error", detail=note + detail)
+
+    def _effects(self, job: _Job) -> None:
+        """The journal records of what a handler that answered in time did."""
+        outcome, parsed = job.outcome, job.parsed
+        assert outcome is not None
+        if job.tool.effect == "mutate":
             detail = _summary(outcome["result"]) if outcome["ok"] else outcome["error"]["message"]
-            self.recorder(
-                Intervention(
-                    t=self.backend.now_s(),
-                    tool=tool.name,
-                    targets=targets,
-                    incident_id=getattr(parsed, "incident_id", None),
-                    result="ok" if outcome["ok"] else "error",
-                    detail=detail[:RESULT_CHARS],
-                )
-            )
-        elif tool.effect == "report" and outcome["ok"] and isinstance(parsed, a.IncidentReportArgs):
+            self._intervention(job, result="ok" if outcome["ok"] else "error", detail=detail)
+        elif job.tool.effect == "report" and outcome["ok"] and isinstance(parsed, a.IncidentReportArgs):
             self.recorder(
                 IncidentReport(
                     t=self.backend.now_s(),
@@ -148,14 +296,38 @@ class ToolCaller:
                     notes=parsed.notes,
                 )
             )
-        return outcome
+
+    def _intervention(self, job: _Job, *, result: Literal["ok", "error"], detail: str) -> None:
+        self.recorder(
+            Intervention(
+                t=self.backend.now_s(),
+                tool=job.tool.name,
+                targets=job.targets,
+                incident_id=getattr(job.parsed, "incident_id", None),
+                result=result,
+                detail=detail[:RESULT_CHARS],
+            )
+        )
+
+    def _refuse(self, tool: Tool, invocation: int, raw: Any, kind: str, message: str) -> Json:
+        """A call refused before its handler ran, journaled as denied with the error type in the reason."""
+        reason = _short(f"{kind}: {message}", REASON_CHARS)
+        self._tool_call(tool, invocation, self.backend.now_s(), _journal_args(raw), "denied", reason, "")
+        return _error(kind, message)
 
     def _tool_call(
-        self, tool: Tool, t: float, args: dict[str, JsonValue], decision: Verdict, reason: str, result: str
+        self,
+        tool: Tool,
+        invocation: int,
+        t: float,
+        args: dict[str, JsonValue],
+        decision: Verdict,
+        reason: str,
+        result: str,
     ) -> None:
         self.recorder(
             ToolCall(
-                invocation=self.invocation,
+                invocation=invocation,
                 t=t,
                 tool=tool.name,
                 args=args,

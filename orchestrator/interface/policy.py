@@ -7,7 +7,7 @@ Pure: no side effects, no I/O. ``decide`` sees the validated argument model of a
   namespace or a Deployment (or a Secret), reading Secrets, touching the hidden namespaces (chaos,
   monitoring, orchestrator, registry), mutating the load generator;
 - denied: refused, but an honest mistake: an unknown service, flag or variant, a namespace other than the
-  application's for a mutation, the per-invocation mutation limit, values out of bounds;
+  application's for a mutation, the per-invocation mutation and read limits, values out of bounds;
 - allowed: everything else.
 """
 
@@ -22,6 +22,7 @@ from orchestrator.interface import args as a
 
 HIDDEN_NAMESPACES: frozenset[str] = frozenset({"chaos-mesh", "monitoring", "marathon", "marathon-registry"})
 MUTATION_LIMIT = 10
+READ_LIMIT = 200
 MAX_REPLICAS = 10
 CPU_BOUNDS = (0.01, 4.0)  # cores: 10m .. 4
 MEMORY_BOUNDS = (16 * 2**20, 8 * 2**30)  # bytes: 16Mi .. 8Gi
@@ -44,6 +45,8 @@ class PolicyContext:
     hidden_namespaces: frozenset[str] = HIDDEN_NAMESPACES
     mutations_done: int = 0
     mutation_limit: int = MUTATION_LIMIT
+    reads_done: int = 0
+    read_limit: int = READ_LIMIT
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ def decide(call: a.Args, ctx: PolicyContext) -> Decision:
         return _mutation(call, ctx)
     if isinstance(call, a.ServiceArgs) and call.service not in ctx.workloads | _set(ctx.loadgen):
         return _denied(f"unknown service {call.service!r}; services: {', '.join(sorted(ctx.workloads))}")
+    if a.is_read(call) and ctx.reads_done >= ctx.read_limit:
+        return _denied(f"the limit of {ctx.read_limit} reads per invocation is reached")
     return ALLOWED
 
 

@@ -6,7 +6,9 @@ invocation; between invocations no token is valid.
 
 REST: ``GET /tools`` lists names, effects, descriptions and JSON schemas; ``POST /tools/{name}`` with the
 arguments as a JSON object answers 200 ``{"ok": true, "result": ...}`` or ``{"ok": false, "error":
-{"type", "message"}}``, 401 without a valid token, 404 for an unknown tool.
+{"type", "message"}}``, 401 without a valid token, 404 for an unknown tool, 413 for a body over
+``bodies.MAX_BODY_BYTES`` and 400 for one that is not JSON or nests too deep. MCP requests are held to the
+same body bounds before the MCP library parses them. Every refused request with a valid token is journaled.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -30,8 +32,9 @@ from starlette.types import Receive, Scope, Send
 
 from orchestrator.errors import AgentError
 from orchestrator.interface.backend import Backend
-from orchestrator.interface.calls import Recorder, ToolCaller, UnknownTool
-from orchestrator.interface.tools import TOOLS
+from orchestrator.interface.bodies import BodyRejected, check_shape, load_json, parse_json, read_body, replay
+from orchestrator.interface.calls import CALL_DEADLINE_S, Recorder, ToolCaller
+from orchestrator.interface.tools import TOOLS, Tool
 from orchestrator.serving import LocalServer, serve_locally
 
 START_TIMEOUT_S = 30.0
@@ -61,18 +64,43 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-class _Guarded:
-    """An ASGI app behind the bearer token check."""
+def _called_tool(message: Any) -> str | None:
+    """The tool a JSON-RPC ``tools/call`` message names, if it is one."""
+    if isinstance(message, dict) and message.get("method") == "tools/call":
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        return name if isinstance(name, str) else None
+    return None
 
-    def __init__(self, app: Any, tokens: _Tokens) -> None:
+
+class _GuardedMcp:
+    """The MCP app behind the bearer token check and the body bounds; a refused body is journaled."""
+
+    def __init__(self, app: Any, tokens: _Tokens, caller: ToolCaller) -> None:
         self.app = app
         self.tokens = tokens
+        self.caller = caller
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not self.tokens.valid(_bearer(scope)):
             response = JSONResponse(_UNAUTHORIZED, status_code=401, headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
+        if scope["type"] == "http" and scope["method"] == "POST":
+            request = Request(scope, receive)
+            name: str | None = None
+            try:
+                body = await read_body(receive, request.headers)
+                message = load_json(body)
+                name = _called_tool(message)
+                check_shape(message)
+            except BodyRejected as exc:
+                await run_in_threadpool(self.caller.reject, name, exc.kind, str(exc))
+                error = {"code": -32700 if exc.status == 400 else -32600, "message": str(exc)}
+                rpc = {"jsonrpc": "2.0", "id": None, "error": error}
+                await JSONResponse(rpc, status_code=exc.status)(scope, receive, send)
+                return
+            receive = replay(body, receive)
         await self.app(scope, receive, send)
 
 
@@ -82,16 +110,13 @@ def _mcp_server(caller: ToolCaller) -> Server[Any]:
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=t.name, description=t.description, input_schema=t.schema())
-                for t in TOOLS.values()
+                for t in caller.tools.values()
             ]
         )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         del ctx
-        try:
-            outcome = await anyio.to_thread.run_sync(caller.call, params.name, params.arguments or {})
-        except UnknownTool as exc:
-            outcome = {"ok": False, "error": {"type": "unknown_tool", "message": str(exc)}}
+        outcome = await anyio.to_thread.run_sync(caller.call, params.name, params.arguments or {})
         text = json.dumps(outcome, sort_keys=True, default=str)
         return types.CallToolResult(
             content=[types.TextContent(text=text)], structured_content=outcome, is_error=not outcome["ok"]
@@ -107,21 +132,22 @@ def build_app(caller: ToolCaller, tokens: _Tokens) -> Starlette:
     async def list_tools(request: Request) -> Response:
         if not tokens.valid(request.headers.get("authorization")):
             return JSONResponse(_UNAUTHORIZED, status_code=401)
-        return JSONResponse({"tools": [t.listing() for t in TOOLS.values()]})
+        return JSONResponse({"tools": [t.listing() for t in caller.tools.values()]})
 
     async def call_tool(request: Request) -> Response:
         if not tokens.valid(request.headers.get("authorization")):
             return JSONResponse(_UNAUTHORIZED, status_code=401)
         name = request.path_params["name"]
-        if name not in TOOLS:
-            message = f"no tool {name!r}"
-            return JSONResponse({"ok": False, "error": {"type": "unknown_tool", "message": message}}, 404)
-        body = await request.body()
+        if name not in caller.tools:
+            # Refused before the body is read: an unknown name costs the server nothing but a journal line.
+            outcome = await run_in_threadpool(caller.call, name, None)
+            return JSONResponse(outcome, status_code=404)
         try:
-            raw = json.loads(body) if body.strip() else {}
-        except ValueError as exc:
-            error = {"type": "invalid_arguments", "message": f"the body is not JSON: {exc}"}
-            return JSONResponse({"ok": False, "error": error}, status_code=400)
+            body = await read_body(request.receive, request.headers)
+            raw = parse_json(body) if body.strip() else {}
+        except BodyRejected as exc:
+            outcome = await run_in_threadpool(caller.reject, name, exc.kind, str(exc))
+            return JSONResponse(outcome, status_code=exc.status)
         outcome = await run_in_threadpool(caller.call, name, raw)
         return JSONResponse(json.loads(json.dumps(outcome, default=str)))
 
@@ -133,7 +159,7 @@ def build_app(caller: ToolCaller, tokens: _Tokens) -> Starlette:
     routes = [
         Route("/tools", list_tools, methods=["GET"]),
         Route("/tools/{name}", call_tool, methods=["POST"]),
-        Route("/mcp", _Guarded(manager.handle_request, tokens)),
+        Route("/mcp", _GuardedMcp(manager.handle_request, tokens, caller)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 
@@ -141,8 +167,16 @@ def build_app(caller: ToolCaller, tokens: _Tokens) -> Starlette:
 class ToolServer:
     """The agent interface of one run: start, then one token per invocation, then stop."""
 
-    def __init__(self, backend: Backend, recorder: Recorder, *, port: int = 0) -> None:
-        self.caller = ToolCaller(backend, recorder)
+    def __init__(
+        self,
+        backend: Backend,
+        recorder: Recorder,
+        *,
+        port: int = 0,
+        deadline_s: float = CALL_DEADLINE_S,
+        tools: Mapping[str, Tool] = TOOLS,
+    ) -> None:
+        self.caller = ToolCaller(backend, recorder, deadline_s=deadline_s, tools=tools)
         self._tokens = _Tokens()
         self._port = port
         self._server: LocalServer | None = None
@@ -175,12 +209,13 @@ class ToolServer:
         self._tokens.current = None
 
     def stop(self) -> None:
-        """Stop serving and wait for the server thread; safe to call twice."""
+        """Stop serving and wait for the server thread, then journal the calls left unfinished; safe to call
+        twice."""
         self._tokens.current = None
-        if self._server is None:
-            return
-        self._server.stop(timeout_s=START_TIMEOUT_S)
-        self._server = None
+        if self._server is not None:
+            self._server.stop(timeout_s=START_TIMEOUT_S)
+            self._server = None
+        self.caller.close()
 
     def __enter__(self) -> ToolServer:
         return self

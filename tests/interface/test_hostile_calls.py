@@ -3,9 +3,12 @@ and journaled."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from orchestrator.bundle.records import ToolCall
+from orchestrator.interface.calls import ToolCaller
 from orchestrator.interface.patterns import PatternError, compile_pattern
 from tests.interface.world import World
 
@@ -43,3 +46,27 @@ def test_a_grep_with_a_backreference_is_an_invalid_argument_and_journaled(shared
     assert "RE2" in outcome["error"]["message"]
     (record,) = shared_ob.records[before:]
     assert isinstance(record, ToolCall) and record.decision == "denied"
+
+
+def test_reads_past_the_per_invocation_limit_are_denied_and_journaled_until_the_next_invocation(
+    shared_ob: World,
+) -> None:
+    backend = dataclasses.replace(shared_ob.backend, read_limit=3)
+    caller = ToolCaller(backend, shared_ob.records.append)
+    caller.begin(1)
+    before = len(shared_ob.records)
+    answers = [caller.call("get_topology", {}) for _ in range(5)]
+    assert [a["ok"] for a in answers] == [True, True, True, False, False]
+    assert answers[3]["error"] == {
+        "type": "denied",
+        "message": "the limit of 3 reads per invocation is reached",
+    }
+    report = caller.call("incident_report", {"incident_id": "inc-1", "artifact": "pod"})
+    assert report["ok"], report
+    calls = [r for r in shared_ob.records[before:] if isinstance(r, ToolCall)]
+    assert [(c.tool, c.decision) for c in calls] == [("get_topology", "allowed")] * 3 + [
+        ("get_topology", "denied")
+    ] * 2 + [("incident_report", "allowed")]
+    assert "limit of 3 reads" in calls[3].reason
+    caller.begin(2)
+    assert caller.call("get_topology", {})["ok"]

@@ -216,6 +216,20 @@ def test_the_mutation_limit_denies_the_eleventh_change_but_not_reads_or_reports(
     assert _decide(a.RestartService, nine, **INCIDENT, service="cart")[0] == "allowed"
 
 
+def test_the_read_limit_denies_the_201st_read_but_not_changes_or_reports() -> None:
+    spent = PolicyContext(**{**CTX.__dict__, "reads_done": 200})
+    assert _decide(a.GetAlerts, spent) == ("denied", "the limit of 200 reads per invocation is reached")
+    assert _decide(a.GetTopology, spent)[0] == "denied"
+    assert _decide(a.RestartService, spent, **INCIDENT, service="cart")[0] == "allowed"
+    assert _decide(a.IncidentReportArgs, spent, incident_id="i", artifact="pod")[0] == "allowed"
+    assert _decide(a.GetAlerts, PolicyContext(**{**CTX.__dict__, "reads_done": 199}))[0] == "allowed"
+
+
+def test_forbidden_outranks_the_read_limit() -> None:
+    spent = PolicyContext(**{**CTX.__dict__, "reads_done": 200})
+    assert _decide(a.GetResources, spent, kind="secrets")[0] == "forbidden"
+
+
 def test_forbidden_outranks_the_mutation_limit() -> None:
     spent = PolicyContext(**{**CTX.__dict__, "mutations_done": 10})
     assert _decide(a.DeleteResource, spent, **INCIDENT, kind="namespace", name="shop")[0] == "forbidden"
