@@ -1,8 +1,9 @@
 """A scripted OpenAI-compatible server (Starlette, 127.0.0.1) for tests: it replays a list of turns.
 
-Each turn is either tool calls or a final answer, with known usage. Streaming requests get the same turn as
-chunks, with a usage chunk only when ``stream_options.include_usage`` asks for it. Every request received is
-kept, with its Authorization header, so tests can check what reached the upstream.
+Each turn is either tool calls or a final answer, with known usage. The answers name ``Script.model``, or the
+model each request asked for when ``echo_model`` is set (as a real endpoint does). Streaming requests get
+the same turn as chunks, with a usage chunk only when ``stream_options.include_usage`` asks for it. Every
+request received is kept, with its Authorization header, so tests can check what reached the upstream.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Turn:
 class Script:
     turns: list[Turn]
     model: str = "fake-model-1"
+    echo_model: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth: list[str] = field(default_factory=list)
     served: list[Turn] = field(default_factory=list)
@@ -76,7 +78,9 @@ def build_app(script: Script) -> Starlette:
         turn = script.next_turn()
         message = _message(turn, index)
         finish = "tool_calls" if turn.tool_calls else "stop"
-        base = {"id": f"chatcmpl-{index}", "created": 0, "model": script.model}
+        asked = body.get("model")
+        model = asked if script.echo_model and isinstance(asked, str) else script.model
+        base = {"id": f"chatcmpl-{index}", "created": 0, "model": model}
         if not body.get("stream"):
             return JSONResponse({
                 **base, "object": "chat.completion",
@@ -114,8 +118,8 @@ def build_app(script: Script) -> Starlette:
 
 
 @contextmanager
-def fake_openai(turns: list[Turn]) -> Iterator[tuple[str, Script]]:
+def fake_openai(turns: list[Turn], *, echo_model: bool = False) -> Iterator[tuple[str, Script]]:
     """Yield (base URL ending in /v1, the script with its log) while the fake serves."""
-    script = Script(turns=list(turns))
+    script = Script(turns=list(turns), echo_model=echo_model)
     with serving(build_app(script)) as base:
         yield f"{base}/v1", script
