@@ -323,13 +323,14 @@ def run_identity(
         "speed": config.speed if config.clock == "realtime" else None,
         "sample_step_s": config.sample_step_s,
         "tools": config.tools,
-        "sandboxed": config.sandboxed,
         "schedule": schedule_hash,
         "versions": versions.__dict__,
         "unique": unique,
     }
     if config.options_for_agent:  # absent when there are none, so such runs keep the ids they always had
         identity["agent_options"] = config.options_for_agent
+    if not config.sandboxed:  # likewise: only an unsandboxed run has an id of its own
+        identity["sandboxed"] = False
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
     agent = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in config.agent_name)[:32]
     return f"{config.app}-s{config.seed}-{agent}-{digest}"
