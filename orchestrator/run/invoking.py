@@ -126,17 +126,15 @@ class AgentProcess:
             return dict(env)
         return {**env, "HOME": self.cwd, "TMPDIR": "/tmp"}  # the host's are not in the agent's view
 
-    def _wrap(self, command: list[str]) -> list[str]:
-        return self.sandbox.argv(command) if self.sandbox is not None else command
-
     def _start(self, env: Mapping[str, str], log: BinaryIO) -> _Child:
         module = warmstart.warm_module(self.command) if self.warm else None
         if module is not None:
             log.flush()
             try:
                 if self._template is None:
-                    wrap = self._wrap if self.sandbox is not None else None
-                    self._template = warmstart.Template(module, env=agent_environment({}), log=log, wrap=wrap)
+                    self._template = warmstart.Template(
+                        module, env=agent_environment({}), log=log, sandbox=self.sandbox
+                    )
                 pid = self._template.fork(workspace=self.cwd, env=self._environment(env))
                 return _Forked(self._template, self, pid)
             except AgentError as exc:
@@ -145,8 +143,9 @@ class AgentProcess:
                 self.close()
                 self.warm = False
         try:
-            process = subprocess.Popen(
-                self._wrap(list(self.command)),
+            start = subprocess.Popen if self.sandbox is None else self.sandbox.start
+            process = start(
+                list(self.command),
                 cwd=self.workspace,
                 env=self._environment(env),
                 stdin=subprocess.DEVNULL,

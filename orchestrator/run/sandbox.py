@@ -32,6 +32,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import orchestrator
@@ -51,6 +52,7 @@ ETC = ("passwd", "group", "nsswitch.conf", "hosts", "localtime", "ld.so.cache", 
        "ssl", "ca-certificates", "alternatives", "mime.types", "os-release")  # fmt: skip
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 PROBE_TIMEOUT_S = 30.0
+ARGS_PIPE_BYTES = 60_000  # under Linux's 64 KiB pipe buffer
 
 
 class SandboxUnavailable(ConfigError):
@@ -156,6 +158,26 @@ class Sandbox:
                 return str(Path(seen) / path.relative_to(host))
         raise ValueError(f"{path} is not visible in the sandbox")
 
+    def start(self, command: Sequence[str], **popen: Any) -> subprocess.Popen[bytes]:
+        """Start ``command`` in the sandbox (``popen``: the rest of ``subprocess.Popen``'s arguments).
+
+        bwrap reads its arguments from a pipe, so the sandbox's first process shows ``bwrap --args N`` in
+        ``/proc/1/cmdline``, not the host paths of the run it binds."""
+        argv = self.argv(command)
+        split = argv.index("--")  # bwrap takes options from the pipe; what it runs stays on its command line
+        data = b"".join(arg.encode() + b"\0" for arg in argv[1:split])
+        if len(data) > ARGS_PIPE_BYTES:  # would not fit the pipe before bwrap reads it
+            return subprocess.Popen(argv, **popen)
+        read, write = os.pipe()
+        try:
+            os.write(write, data)
+        finally:
+            os.close(write)
+        try:
+            return subprocess.Popen([argv[0], "--args", str(read), *argv[split:]], pass_fds=(read,), **popen)
+        finally:
+            os.close(read)
+
     def argv(self, command: Sequence[str]) -> list[str]:
         """``bwrap`` and its arguments, the relays and the privilege drop, then ``command`` (no side
         effects)."""
@@ -217,13 +239,18 @@ def probe(scratch: Path) -> None:
     sandbox = Sandbox(workspace=scratch / "workspace", inbox_dir=scratch / "inbox")
     sandbox.open(())
     try:
-        result = subprocess.run(
-            sandbox.argv(["true"]), capture_output=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL
+        process = sandbox.start(
+            ["true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        _, stderr = process.communicate(timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise _unavailable("bwrap did not finish a trial run") from None
+    except OSError as exc:
         raise _unavailable(f"bwrap could not be started: {exc}") from None
     finally:
         sandbox.close()
-    if result.returncode != 0:
-        said = (result.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+    if process.returncode != 0:
+        said = (stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
         raise _unavailable(f"bwrap failed on this machine ({said})")

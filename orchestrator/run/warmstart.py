@@ -26,11 +26,12 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any, BinaryIO
 
 from orchestrator.agents import AGENT_NAMES
 from orchestrator.errors import AgentError
+from orchestrator.run.sandbox import Sandbox
 
 AGENTS_PACKAGE = "orchestrator.agents."
 PRELOAD = tuple(AGENTS_PACKAGE + name for name in AGENT_NAMES)
@@ -52,18 +53,16 @@ class Template:
     """The runner's side of one template process."""
 
     def __init__(self, module: str, *, env: Mapping[str, str], log: BinaryIO,
-                 wrap: Callable[[list[str]], list[str]] | None = None) -> None:  # fmt: skip
+                 sandbox: Sandbox | None = None) -> None:  # fmt: skip
         """``env`` is the template's own environment: the allow-listed part of ours, so that nothing of the
         orchestrator's (an upstream model key, say) is in the process the agents are forked from. ``log``
-        (the agent log) is its standard error, which every invocation writes to. ``wrap`` puts the command
-        into the agent's sandbox; the template then sweeps the sandbox's PID namespace after each
-        invocation."""
+        (the agent log) is its standard error, which every invocation writes to. With a ``sandbox`` the
+        template runs inside it and sweeps the sandbox's PID namespace after each invocation."""
         self.module = module
         command = [sys.executable, "-m", "orchestrator.run.warmstart", module]
-        if wrap is not None:
-            command = wrap([*command, SWEEP])
-        self._process = subprocess.Popen(
-            command,
+        start = subprocess.Popen if sandbox is None else sandbox.start
+        self._process = start(
+            command if sandbox is None else [*command, SWEEP],
             env=dict(env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -107,6 +107,7 @@ seen = {
     'processes': sorted(open(f'/proc/{p}/cmdline', 'rb').read().split(b'\0')[0].decode()
                         for p in os.listdir('/proc') if p.isdigit()),
     'orchestrator_proc': os.path.exists(f'/proc/{sys.argv[4]}'),
+    'init_cmdline': open('/proc/1/cmdline', 'rb').read().replace(b'\0', b' ').decode(),
     'bystander': can_connect(int(sys.argv[2])),
     'endpoint': urllib.request.urlopen(os.environ['ENDPOINT'], timeout=5).read().decode(),
     'alerts': open(os.environ['MARATHON_ALERTS']).read(),
@@ -143,6 +144,8 @@ def test_a_spawned_agent_sees_its_workspace_and_its_endpoint_and_nothing_else(
     assert seen["repository"] is False
     assert seen["orchestrator_proc"] is False or os.getpid() < 10  # its own PID namespace
     assert not any("pytest" in p for p in seen["processes"])
+    assert str(run_dir) not in seen["init_cmdline"]  # bwrap's own arguments do not show the run's host paths
+    assert seen["init_cmdline"].startswith(shutil.which("bwrap") or "bwrap")
     assert seen["bystander"] is False
     assert seen["endpoint"] == "hello from the tool endpoint"
     assert seen["alerts"] == "[]" and seen["alerts_writable"] is False
