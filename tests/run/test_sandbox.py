@@ -144,7 +144,9 @@ def test_a_spawned_agent_sees_its_workspace_and_its_endpoint_and_nothing_else(
     assert seen["repository"] is False
     assert seen["orchestrator_proc"] is False or os.getpid() < 10  # its own PID namespace
     assert not any("pytest" in p for p in seen["processes"])
-    assert str(run_dir) not in seen["init_cmdline"]  # bwrap's own arguments do not show the run's host paths
+    # bwrap's own options (the binds) do not show the host paths of the workspace and inbox.
+    assert str(run_dir / "workspace") not in seen["init_cmdline"]
+    assert str(run_dir / "inbox") not in seen["init_cmdline"]
     assert seen["init_cmdline"].startswith(shutil.which("bwrap") or "bwrap")
     assert seen["bystander"] is False
     assert seen["endpoint"] == "hello from the tool endpoint"
