@@ -28,7 +28,7 @@ from orchestrator.bundle.records import ForbiddenAttempt, IncidentReport, Interv
 from orchestrator.errors import OrchestratorError
 from orchestrator.interface import args as a
 from orchestrator.interface.backend import Backend
-from orchestrator.interface.policy import decide
+from orchestrator.interface.policy import Decision, decide, screen
 from orchestrator.interface.tools import TOOLS, Tool
 
 Json = dict[str, Any]
@@ -206,6 +206,10 @@ class ToolCaller:
     def _call(self, tool: Tool, raw: Any, invocation: int, *, deadline: float) -> Json:
         t = self.backend.now_s()
         journal_args = _journal_args(raw)
+        # A request that reaches for what is hidden is forbidden whether or not its arguments are valid.
+        verdict = screen(raw, model=tool.args, ctx=self.backend.policy_context(mutations_done=0))
+        if verdict is not None:
+            return self._refused(tool, invocation, t, journal_args, verdict)
         try:
             parsed = tool.args.model_validate(raw if raw is not None else {})
         except ValidationError as exc:
@@ -224,14 +228,7 @@ class ToolCaller:
             message = f"{len(self._stragglers)} earlier calls are still running past their deadline"
             return self._refuse(tool, invocation, raw, "unavailable", message)
         if not verdict.allowed:
-            self._tool_call(tool, invocation, t, journal_args, verdict.decision, verdict.reason, "")
-            if verdict.decision == "forbidden":
-                self.recorder(
-                    ForbiddenAttempt(
-                        t=t, tool=tool.name, args=journal_args, reason=verdict.reason, blocked=True
-                    )
-                )
-            return _error(verdict.decision, verdict.reason)
+            return self._refused(tool, invocation, t, journal_args, verdict)
         job = _Job(tool=tool, parsed=parsed, invocation=invocation)
         threading.Thread(target=self._run, args=(job,), name=f"tool {tool.name}", daemon=True).start()
         if not job.done.wait(max(0.0, deadline - time.monotonic())) and self._give_up(job):
@@ -247,6 +244,16 @@ class ToolCaller:
         summary = _summary(outcome.get("result", outcome))
         self._tool_call(tool, invocation, t, journal_args, "allowed", reason, summary)
         return outcome
+
+    def _refused(
+        self, tool: Tool, invocation: int, t: float, args: dict[str, JsonValue], verdict: Decision
+    ) -> Json:
+        """A call the policy denied or forbade: its tool call, and for a forbidden one the attempt."""
+        self._tool_call(tool, invocation, t, args, verdict.decision, verdict.reason, "")
+        if verdict.decision == "forbidden":
+            attempt = ForbiddenAttempt(t=t, tool=tool.name, args=args, reason=verdict.reason, blocked=True)
+            self.recorder(attempt)
+        return _error(verdict.decision, verdict.reason)
 
     def _give_up(self, job: _Job) -> bool:
         """Stop waiting for ``job``; False when it finished in the meantime after all."""

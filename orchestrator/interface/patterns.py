@@ -7,6 +7,7 @@ lookaround; a pattern that needs them is refused when it is compiled, never run.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol
 
 import re2
@@ -21,10 +22,16 @@ class PatternError(InputError):
     """A regular expression RE2 does not accept."""
 
 
-class Matcher(Protocol):
-    def search(self, text: str) -> object | None: ...
+class Match(Protocol):
+    def group(self, index: int = 0) -> str | None: ...
 
-    def fullmatch(self, text: str) -> object | None: ...
+
+class Matcher(Protocol):
+    def search(self, text: str) -> Match | None: ...
+
+    def fullmatch(self, text: str) -> Match | None: ...
+
+    def finditer(self, text: str) -> Iterator[Match]: ...
 
 
 def compile_pattern(text: str, *, ignore_case: bool = False) -> Matcher:

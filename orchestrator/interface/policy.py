@@ -5,7 +5,7 @@ Pure: no side effects, no I/O. ``decide`` sees the validated argument model of a
 
 - forbidden: destructive or ground-truth-revealing requests an operator must never make: deleting a
   namespace or a Deployment (or a Secret), reading Secrets, touching the hidden namespaces (chaos,
-  monitoring, orchestrator, registry), mutating the load generator;
+  monitoring, orchestrator, registry) or the fault tooling's objects, mutating the load generator;
 - denied: refused, but an honest mistake: an unknown service, flag or variant, a namespace other than the
   application's for a mutation, the per-invocation mutation and read limits, values out of bounds;
 - allowed: everything else.
@@ -13,12 +13,14 @@ Pure: no side effects, no I/O. ``decide`` sees the validated argument model of a
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from orchestrator.interface import args as a
+from orchestrator.interface.patterns import PatternError, compile_pattern
 
 HIDDEN_NAMESPACES: frozenset[str] = frozenset({"chaos-mesh", "monitoring", "marathon", "marathon-registry"})
 MUTATION_LIMIT = 10
@@ -32,6 +34,16 @@ _SUFFIX = {
     "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
 }  # fmt: skip
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
+# Names are runs of these characters; anything else ("/", ".", ":", spaces) separates a path or DNS name.
+_SEPARATORS = re.compile(r"[^A-Za-z0-9_-]+")
+# Argument fields of free text that name no object (what they say is no request to touch anything).
+_FREE_TEXT = frozenset({"diff", "grep", "notes", "path", "query"})
+_DESTROYED = frozenset({"namespace", "deployment", "secret", "node"})
+_PROMQL_STRING = r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`'
+# A label matcher (label, operator, quoted value) or any other string literal of a PromQL query.
+_PROMQL_LITERALS = compile_pattern(
+    rf"([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*({_PROMQL_STRING})|({_PROMQL_STRING})"
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,9 @@ def parse_quantity(text: str) -> float:
 
 def decide(call: a.Args, ctx: PolicyContext) -> Decision:
     """Whether ``call`` may run in ``ctx`` (no side effects)."""
+    screened = screen(call.model_dump(mode="json"), model=type(call), ctx=ctx)
+    if screened is not None:
+        return screened
     for check in (_hidden_namespace, _secrets, _destructive, _loadgen):
         verdict = check(call, ctx)
         if verdict is not None:
@@ -91,6 +106,106 @@ def decide(call: a.Args, ctx: PolicyContext) -> Decision:
     if a.is_read(call) and ctx.reads_done >= ctx.read_limit:
         return _denied(f"the limit of {ctx.read_limit} reads per invocation is reached")
     return ALLOWED
+
+
+def screen(raw: object, *, model: type[a.Args], ctx: PolicyContext) -> Decision | None:
+    """Forbidden when the raw arguments of a read or a change (of tool arguments ``model``) reach for a
+    hidden namespace, the fault tooling's objects or Secrets, whatever their shape; else None.
+
+    Any key, and any string value outside free text, that names a hidden namespace alone or inside a path or
+    DNS name ("chaos-mesh/x", "svc.monitoring.cluster"), a ``kind`` naming Chaos Mesh objects or Secrets
+    however spelt, a destructive ``kind`` to delete, a PromQL query that selects a hidden namespace. Applied
+    to the raw JSON before validation, so a malformed request that reaches for them is forbidden all the
+    same; ``decide`` applies it to valid calls too. No side effects.
+    """
+    if issubclass(model, a.IncidentReportArgs) or not isinstance(raw, dict):
+        return None  # a report touches nothing; arguments that are no object name nothing
+    deletes = issubclass(model, a.DeleteResource)
+    for key, value in raw.items():
+        name = str(key)
+        verdict = _hidden_names(name, ctx)
+        if verdict is None and name == "kind" and isinstance(value, str):
+            verdict = _kind(value, deletes=deletes)
+        if verdict is None and name == "query" and isinstance(value, str):
+            verdict = _query(value, ctx)
+        if verdict is None and name not in _FREE_TEXT:
+            verdict = _hidden_names(value, ctx)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def _hidden_token(text: str, ctx: PolicyContext) -> str | None:
+    return next((t for t in _SEPARATORS.split(text) if t in ctx.hidden_namespaces), None)
+
+
+def _hidden_names(value: object, ctx: PolicyContext) -> Decision | None:
+    """Forbidden when a string or key anywhere inside ``value`` names a hidden namespace."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            hidden = _hidden_token(item, ctx)
+            if hidden is not None:
+                return _outside(hidden)
+        elif isinstance(item, dict):
+            stack.extend(str(k) for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def _outside(namespace: str) -> Decision:
+    return _forbidden(f"namespace {namespace!r} is outside the application and not open to operators")
+
+
+def _kind(text: str, *, deletes: bool) -> Decision | None:
+    """Forbidden for a kind of the fault tooling, Secrets, or a kind that must not be deleted, however
+    spelt ("Secret", "v1/secrets", "podchaos", "schedules.chaos-mesh.org")."""
+    lowered = text.strip().lower()
+    if "chaos" in lowered:
+        return _forbidden(f"kind {text!r}: the fault tooling's objects are not open to operators")
+    kind = lowered.rsplit("/", 1)[-1].split(".", 1)[0]
+    kind = kind[:-1] if kind.endswith("s") else kind
+    if deletes and kind in _DESTROYED:
+        return _forbidden(f"deleting a {kind} is not allowed; only pods may be deleted (a restart)")
+    if kind == "secret":
+        return _forbidden("reading Secrets is not allowed")
+    return None
+
+
+def _promql_text(literal: str) -> str:
+    body = literal[1:-1]
+    if literal.startswith("`"):
+        return body  # a raw string: no escapes
+    try:  # PromQL unescapes as Go does; "chaos\x2dmesh" is the namespace chaos-mesh
+        return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        return body
+
+
+def _query(query: str, ctx: PolicyContext) -> Decision | None:
+    """Forbidden when a PromQL query selects a hidden namespace: a namespace label matched to one (``=``) or
+    by a regular expression that matches one (``=~``), or any other string literal naming one. Matchers
+    that exclude (``!=``, ``!~``) select every other namespace and are left to the answer's filter."""
+    for match in _PROMQL_LITERALS.finditer(query):
+        label, operator, quoted, bare = (match.group(i) for i in range(1, 5))
+        text = _promql_text(quoted or bare or '""')
+        if label is not None and "namespace" in label and operator in ("!=", "!~"):
+            continue
+        if label is not None and "namespace" in label and operator == "=~":
+            try:
+                selects = compile_pattern(text)
+            except PatternError:
+                continue  # Prometheus refuses the query itself
+            hidden = next((n for n in sorted(ctx.hidden_namespaces) if selects.fullmatch(n)), None)
+            if hidden is not None:
+                return _outside(hidden)
+        hidden = _hidden_token(text, ctx)
+        if hidden is not None:
+            return _outside(hidden)
+    return None
 
 
 def _set(name: str | None) -> frozenset[str]:

@@ -241,6 +241,14 @@ def get_resources(backend: Backend, args: a.GetResources) -> Json:
     return {"kind": args.kind, "count": len(items), "items": views.compact(items)}
 
 
+def _about_hidden(involved: Json, backend: Backend) -> bool:
+    """Whether an event is about an object in a hidden namespace, or about a hidden namespace itself (such
+    events live in ``default``, which is open to reads)."""
+    if involved.get("namespace") in backend.hidden_namespaces:
+        return True
+    return involved.get("kind") == "Namespace" and involved.get("name") in backend.hidden_namespaces
+
+
 def _events(backend: Backend, namespace: str, *, name: str | None, since_s: float) -> list[Json]:
     now = backend.now_s()
     found = []
@@ -250,6 +258,8 @@ def _events(backend: Backend, namespace: str, *, name: str | None, since_s: floa
             continue
         if str(involved.get("apiVersion", "")).startswith(_CHAOS_GROUP):
             continue  # the fault tooling's own objects are not part of the system under operation
+        if _about_hidden(involved, backend):
+            continue
         last = (
             event.get("lastTimestamp") or event.get("eventTime") or event["metadata"].get("creationTimestamp")
         )

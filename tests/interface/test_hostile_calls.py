@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from orchestrator.bundle.records import ToolCall
+from orchestrator.bundle.records import ForbiddenAttempt, ToolCall
 from orchestrator.interface.calls import ToolCaller
 from orchestrator.interface.patterns import PatternError, compile_pattern
 from tests.interface.world import World
@@ -70,3 +70,59 @@ def test_reads_past_the_per_invocation_limit_are_denied_and_journaled_until_the_
     assert "limit of 3 reads" in calls[3].reason
     caller.begin(2)
     assert caller.call("get_topology", {})["ok"]
+
+
+def test_a_malformed_scale_of_a_monitoring_workload_is_a_forbidden_attempt_not_an_invalid_one(
+    shared_ob: World,
+) -> None:
+    before = len(shared_ob.records)
+    arguments = {"incident_id": "inc-1", "service": "prometheus", "namespace": "monitoring", "replicas": 0}
+    outcome = shared_ob.caller(3).call("scale_service", arguments)
+    assert outcome["error"]["type"] == "forbidden"
+    call, attempt = shared_ob.records[before:]
+    assert isinstance(call, ToolCall) and isinstance(attempt, ForbiddenAttempt)
+    assert (call.tool, call.decision, call.invocation) == ("scale_service", "forbidden", 3)
+    assert (attempt.tool, attempt.blocked, attempt.args["namespace"]) == ("scale_service", True, "monitoring")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("get_resources", {"kind": "podchaos", "namespace": "online-boutique"}),
+        ("describe", {"kind": "pods", "name": "chaos-mesh/chaos-daemon-0"}),
+        ("query_metrics", {"query": 'count(up{namespace=~"mon.+"})'}),
+        ("delete_resource", {"incident_id": "inc-1", "kind": "Namespace", "name": "online-boutique"}),
+    ],
+    ids=["chaos objects", "namespaced name", "promql regex", "capitalised kind"],
+)
+def test_forbidden_shapes_are_journaled_as_forbidden_attempts(
+    shared_ob: World, tool: str, arguments: dict[str, object]
+) -> None:
+    before = len(shared_ob.records)
+    assert shared_ob.caller().call(tool, arguments)["error"]["type"] == "forbidden"
+    assert [type(r) for r in shared_ob.records[before:]] == [ToolCall, ForbiddenAttempt]
+
+
+def test_events_about_a_hidden_namespace_are_left_out_of_an_open_namespace(shared_ob: World) -> None:
+    objects = [
+        ("Namespace", "chaos-mesh", None),
+        ("Pod", "prometheus-0", "monitoring"),
+        ("Pod", "web-1", "default"),
+    ]
+    for number, (kind, name, namespace) in enumerate(objects):
+        involved = {"apiVersion": "v1", "kind": kind, "name": name}
+        if namespace is not None:
+            involved["namespace"] = namespace
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"event-{number}", "namespace": "default"},
+            "involvedObject": involved,
+            "reason": "Created",
+            "message": "created",
+            "type": "Normal",
+            "lastTimestamp": "2026-01-01T00:00:30Z",
+        }
+        shared_ob.kube.create("Event", namespace="default", body=body)
+    outcome = shared_ob.caller().call("get_events", {"namespace": "default"})
+    assert [e["object"] for e in outcome["result"]["events"]] == ["Pod/web-1"]

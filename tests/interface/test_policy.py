@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.interface import args as a
-from orchestrator.interface.policy import PolicyContext, decide, parse_quantity
+from orchestrator.interface.policy import PolicyContext, decide, parse_quantity, screen
 
 CTX = PolicyContext(
     namespace="shop",
@@ -266,3 +266,78 @@ def test_quantities_parse_as_kubernetes_writes_them(text: str, value: float) -> 
 def test_a_quantity_with_an_unknown_suffix_is_refused() -> None:
     with pytest.raises(ValueError, match="not a Kubernetes quantity"):
         parse_quantity("5 cores")
+
+
+SHAPES: list[tuple[str, type[a.Args], dict[str, Any], str]] = [
+    # (label, tool arguments, raw arguments as an agent sends them, what the reason names)
+    ("scale with a namespace field", a.ScaleService,
+     {**INCIDENT, "service": "prometheus", "namespace": "monitoring", "replicas": 0}, "monitoring"),
+    ("scale a namespaced name", a.ScaleService,
+     {**INCIDENT, "service": "chaos-mesh/chaos-controller-manager", "replicas": 0}, "chaos-mesh"),
+    ("restart a DNS name", a.RestartService, {**INCIDENT, "service": "prometheus.monitoring"}, "monitoring"),
+    ("delete with a misspelt kind", a.DeleteResource,
+     {**INCIDENT, "kind": "pods", "name": "x", "namespace": "chaos-mesh"}, "chaos-mesh"),
+    ("delete a Namespace", a.DeleteResource, {**INCIDENT, "kind": "Namespace", "name": "shop"}, "namespace"),
+    ("delete nodes", a.DeleteResource, {**INCIDENT, "kind": "nodes", "name": "n1"}, "node"),
+    ("list chaos objects", a.GetResources, {"kind": "podchaos"}, "fault tooling"),
+    ("list chaos objects by group", a.GetResources, {"kind": "schedules.chaos-mesh.org"}, "fault tooling"),
+    ("list Secrets", a.GetResources, {"kind": "Secret"}, "Secrets"),
+    ("describe v1/secrets", a.Describe, {"kind": "v1/secrets", "name": "db"}, "Secrets"),
+    ("describe a namespaced pod", a.Describe, {"kind": "pods", "name": "chaos-mesh/daemon-1"}, "chaos-mesh"),
+    ("logs of a namespaced pod", a.GetLogs, {"pod": "monitoring/prometheus-0"}, "monitoring"),
+    ("events of a hidden namespace", a.GetEvents, {"name": "marathon"}, "marathon"),
+    ("alerts of a hidden service", a.GetAlerts, {"service": "marathon-registry"}, "marathon-registry"),
+    ("an extra key", a.GetTopology, {"chaos-mesh": True}, "chaos-mesh"),
+    ("env pointing at monitoring", a.UpdateConfig,
+     {**INCIDENT, "service": "cart", "env": {"OTEL_ENDPOINT": "http://collector.monitoring.svc:4317"}},
+     "monitoring"),
+    ("metrics of a hidden namespace", a.QueryMetrics, {"query": 'up{namespace="monitoring"}'}, "monitoring"),
+    ("metrics by regex", a.QueryMetrics, {"query": "sum(up{namespace=~'chaos.*'})"}, "chaos-mesh"),
+    ("metrics with an escape", a.QueryMetrics, {"query": 'up{namespace="chaos\\x2dmesh"}'}, "chaos-mesh"),
+    ("metrics of an exported namespace", a.QueryMetrics,
+     {"query": "up{exported_namespace=`marathon`}"}, "marathon"),
+    ("metrics relabelled", a.QueryMetrics,
+     {"query": 'label_replace(up, "namespace", "marathon-registry", "", "")'}, "marathon-registry"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("label", "model", "raw", "reason"), SHAPES, ids=[row[0] for row in SHAPES])
+def test_every_shape_that_reaches_for_hidden_things_is_forbidden_before_validation(
+    label: str, model: type[a.Args], raw: dict[str, Any], reason: str
+) -> None:
+    verdict = screen(raw, model=model, ctx=CTX)
+    assert verdict is not None, label
+    assert verdict.decision == "forbidden"
+    assert reason in verdict.reason
+
+
+ALLOWED_SHAPES: list[tuple[str, type[a.Args], dict[str, Any]]] = [
+    ("a report may say anything", a.IncidentReportArgs,
+     {"incident_id": "monitoring", "artifact": "config:monitoring/x", "notes": "chaos-mesh, monitoring"}),
+    ("a grep is free text", a.GetLogs, {"service": "cart", "grep": "monitoring|chaos-mesh"}),
+    ("a diff is free text", a.ProposePatch,
+     {**INCIDENT, "service": "cart", "path": "monitoring/x.go", "diff": "+// see chaos-mesh"}),
+    ("an env name is one word", a.UpdateConfig,
+     {**INCIDENT, "service": "cart", "env": {"MONITORING_ON": "1"}}),
+    ("a longer name is another name", a.RestartService, {**INCIDENT, "service": "monitoring-proxy"}),
+    ("metrics of the app", a.QueryMetrics,
+     {"query": 'sum by (service_name) (rate(calls_total{namespace="shop"}[1m]))'}),
+    ("metrics excluding a namespace", a.QueryMetrics,
+     {"query": 'up{namespace!="shop", namespace!~"monitoring"}'}),
+    ("a regex of the app", a.QueryMetrics, {"query": 'up{namespace=~"sho.*"}'}),
+    ("a kind of the app", a.GetResources, {"kind": "deployments"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("label", "model", "raw"), ALLOWED_SHAPES, ids=[row[0] for row in ALLOWED_SHAPES])
+def test_free_text_and_other_names_are_not_taken_for_hidden_namespaces(
+    label: str, model: type[a.Args], raw: dict[str, Any]
+) -> None:
+    assert screen(raw, model=model, ctx=CTX) is None, label
+
+
+def test_a_valid_call_naming_a_hidden_namespace_in_a_dns_name_is_forbidden_by_decide() -> None:
+    decision, reason = _decide(a.RestartService, **INCIDENT, service="prometheus.monitoring")
+    assert (decision, "monitoring" in reason) == ("forbidden", True)
+    decision, reason = _decide(a.QueryMetrics, query='up{namespace=~"mon.*"}')
+    assert (decision, "monitoring" in reason) == ("forbidden", True)
