@@ -137,6 +137,7 @@ class ToolCaller:
         self.deadline_s = deadline_s
         self.tools = tools
         self.invocation = -1
+        self.open = False  # whether invocation ``invocation`` is still open
         self.mutations = 0
         self.reads = 0
         self._state = threading.Lock()  # the invocation, its counters and the stragglers; held briefly
@@ -148,34 +149,53 @@ class ToolCaller:
         """Start invocation ``invocation``: fresh read and mutation counts (never waits for a call)."""
         with self._state:
             self.invocation = invocation
+            self.open = True
             self.mutations = 0
             self.reads = 0
 
-    def call(self, name: str, raw: Any) -> Json:
-        """Run tool ``name`` with the raw JSON arguments ``raw``; ``{"ok": ..., "result"|"error": ...}``."""
+    def end(self) -> None:
+        """End the open invocation: its calls still waiting for their turn are refused when it comes."""
+        with self._state:
+            self.open = False
+
+    def call(self, name: str, raw: Any, *, invocation: int | None = None) -> Json:
+        """Run tool ``name`` with the raw JSON arguments ``raw``; ``{"ok": ..., "result"|"error": ...}``.
+
+        ``invocation`` is the invocation whose token the request carried: the call is refused unless that
+        invocation is still open when the call's turn comes. Without it, the call is the open invocation's.
+        """
         arrived = time.monotonic()
         tool = self.tools.get(name)
         if tool is None:
             message = f"no tool {_short(name)!r}; tools: {', '.join(self.tools)}"
-            return self.reject(name, "unknown_tool", message, raw=raw)
+            return self.reject(name, "unknown_tool", message, raw=raw, invocation=invocation)
         if self._closed:
-            return self.reject(name, "unavailable", "the tool server is stopping", raw=raw)
-        invocation = self._current()
+            message = "the tool server is stopping"
+            return self.reject(name, "unavailable", message, raw=raw, invocation=invocation)
+        bound = invocation is not None
+        invocation = self._current() if invocation is None else invocation
         if not self._turn.acquire(timeout=self.deadline_s):
             message = f"no turn within the {self.deadline_s:g} s deadline: earlier calls are still running"
             return self._refuse(tool, invocation, raw, "deadline_exceeded", message)
         try:
+            with self._state:
+                ended = bound and (not self.open or invocation != self.invocation)
+            if ended:
+                message = f"invocation {invocation} has ended; the call was not run"
+                return self._refuse(tool, invocation, raw, "invocation_ended", message)
             return self._call(tool, raw, invocation, deadline=arrived + self.deadline_s)
         finally:
             self._turn.release()
 
-    def reject(self, name: str | None, kind: str, message: str, *, raw: Any = None) -> Json:
+    def reject(
+        self, name: str | None, kind: str, message: str, *, raw: Any = None, invocation: int | None = None
+    ) -> Json:
         """Journal a request refused before any tool ran (an unknown tool, a body too large, too deep or not
-        JSON) as a denied ``ToolCall``; returns its error result."""
+        JSON) as a denied ``ToolCall`` of ``invocation`` (the open one unless given); returns its error."""
         tool = self.tools.get(name) if name is not None else None
         self.recorder(
             ToolCall(
-                invocation=self._current(),
+                invocation=self._current() if invocation is None else invocation,
                 t=self.backend.now_s(),
                 tool=_short(name or ""),
                 args=_journal_args(raw),

@@ -14,6 +14,7 @@ same body bounds before the MCP library parses them. Every refused request with 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import secrets
 from collections.abc import AsyncIterator, Mapping
@@ -45,16 +46,30 @@ _UNAUTHORIZED = {
 
 
 class _Tokens:
-    """The one valid token (that of the open invocation), or none."""
+    """The one valid token (that of the open invocation), or none; and the invocation each token was for."""
 
     def __init__(self) -> None:
         self.current: str | None = None
+        self._invocations: dict[str, int] = {}
+
+    def issue(self, invocation: int) -> str:
+        # A token must not be derivable from the run's seed, so it comes from the OS, not orchestrator.rng.
+        token = secrets.token_urlsafe(32)
+        self._invocations[token] = invocation
+        self.current = token
+        return token
 
     def valid(self, header: str | None) -> bool:
         current = self.current
         if current is None or header is None or not header.startswith("Bearer "):
             return False
         return secrets.compare_digest(header[len("Bearer ") :].strip().encode(), current.encode())
+
+    def invocation_of(self, header: str | None) -> int:
+        """The invocation a token that was valid was issued for (-1 for any other header)."""
+        if header is None or not header.startswith("Bearer "):
+            return -1
+        return self._invocations.get(header[len("Bearer ") :].strip(), -1)
 
 
 def _bearer(scope: Scope) -> str | None:
@@ -95,7 +110,9 @@ class _GuardedMcp:
                 name = _called_tool(message)
                 check_shape(message)
             except BodyRejected as exc:
-                await run_in_threadpool(self.caller.reject, name, exc.kind, str(exc))
+                invocation = self.tokens.invocation_of(_bearer(scope))
+                reject = functools.partial(self.caller.reject, invocation=invocation)
+                await run_in_threadpool(reject, name, exc.kind, str(exc))
                 error = {"code": -32700 if exc.status == 400 else -32600, "message": str(exc)}
                 rpc = {"jsonrpc": "2.0", "id": None, "error": error}
                 await JSONResponse(rpc, status_code=exc.status)(scope, receive, send)
@@ -104,7 +121,7 @@ class _GuardedMcp:
         await self.app(scope, receive, send)
 
 
-def _mcp_server(caller: ToolCaller) -> Server[Any]:
+def _mcp_server(caller: ToolCaller, tokens: _Tokens) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         del ctx, params
         return types.ListToolsResult(
@@ -115,8 +132,12 @@ def _mcp_server(caller: ToolCaller) -> Server[Any]:
         )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        del ctx
-        outcome = await anyio.to_thread.run_sync(caller.call, params.name, params.arguments or {})
+        request = getattr(ctx, "request", None)
+        header = request.headers.get("authorization") if isinstance(request, Request) else None
+        invocation = tokens.invocation_of(header)
+        outcome = await anyio.to_thread.run_sync(
+            functools.partial(caller.call, params.name, params.arguments or {}, invocation=invocation)
+        )
         text = json.dumps(outcome, sort_keys=True, default=str)
         return types.CallToolResult(
             content=[types.TextContent(text=text)], structured_content=outcome, is_error=not outcome["ok"]
@@ -127,7 +148,9 @@ def _mcp_server(caller: ToolCaller) -> Server[Any]:
 
 def build_app(caller: ToolCaller, tokens: _Tokens) -> Starlette:
     """The ASGI app of both faces (no side effects until served)."""
-    manager = StreamableHTTPSessionManager(app=_mcp_server(caller), stateless=True, json_response=True)
+    manager = StreamableHTTPSessionManager(
+        app=_mcp_server(caller, tokens), stateless=True, json_response=True
+    )
 
     async def list_tools(request: Request) -> Response:
         if not tokens.valid(request.headers.get("authorization")):
@@ -138,17 +161,20 @@ def build_app(caller: ToolCaller, tokens: _Tokens) -> Starlette:
         if not tokens.valid(request.headers.get("authorization")):
             return JSONResponse(_UNAUTHORIZED, status_code=401)
         name = request.path_params["name"]
+        invocation = tokens.invocation_of(request.headers.get("authorization"))
         if name not in caller.tools:
             # Refused before the body is read: an unknown name costs the server nothing but a journal line.
-            outcome = await run_in_threadpool(caller.call, name, None)
+            outcome = await run_in_threadpool(caller.call, name, None, invocation=invocation)
             return JSONResponse(outcome, status_code=404)
         try:
             body = await read_body(request.receive, request.headers)
             raw = parse_json(body) if body.strip() else {}
         except BodyRejected as exc:
-            outcome = await run_in_threadpool(caller.reject, name, exc.kind, str(exc))
+            reject = functools.partial(caller.reject, invocation=invocation)
+            outcome = await run_in_threadpool(reject, name, exc.kind, str(exc))
             return JSONResponse(outcome, status_code=exc.status)
-        outcome = await run_in_threadpool(caller.call, name, raw)
+        # The call runs only if its invocation is still open when its turn comes.
+        outcome = await run_in_threadpool(caller.call, name, raw, invocation=invocation)
         return JSONResponse(json.loads(json.dumps(outcome, default=str)))
 
     @contextlib.asynccontextmanager
@@ -197,16 +223,16 @@ class ToolServer:
         return f"{self.base_url}/mcp", self.base_url
 
     def open_invocation(self, n: int) -> str:
-        """Begin invocation ``n``: a fresh token (the only secret an agent gets), a fresh mutation count."""
+        """Begin invocation ``n``: a fresh token (the only secret an agent gets), fresh read and mutation
+        counts."""
         self.caller.begin(n)
-        # A token must not be derivable from the run's seed, so it comes from the OS, not orchestrator.rng.
-        token = secrets.token_urlsafe(32)
-        self._tokens.current = token
-        return token
+        return self._tokens.issue(n)
 
     def close_invocation(self) -> None:
-        """End the invocation: its token stops working at once."""
+        """End the invocation: its token stops working at once, and a call of it that has not started yet
+        (still waiting for its turn) never will."""
         self._tokens.current = None
+        self.caller.end()
 
     def stop(self) -> None:
         """Stop serving and wait for the server thread, then journal the calls left unfinished; safe to call

@@ -190,3 +190,30 @@ def test_over_rest_a_hanging_call_is_answered_with_deadline_exceeded_and_the_nex
     finally:
         server.stop()
     assert len(journal.of(Intervention)) == 1  # the stop journaled the change it left unfinished
+
+
+def test_a_call_still_waiting_for_its_turn_when_its_invocation_ends_is_never_run(
+    shared_ob: World, hang: Hang
+) -> None:
+    journal = Journal()
+    caller = _caller(shared_ob, journal, hang, deadline_s=WAIT_S)
+    answers: dict[str, dict[str, Any]] = {}
+    first = threading.Thread(target=lambda: answers.update(first=_restart(caller)))
+    first.start()
+    assert hang.started.wait(WAIT_S)
+    waiting = threading.Thread(
+        target=lambda: answers.update(waiting=caller.call("get_topology", {}, invocation=0))
+    )
+    waiting.start()
+    caller.end()  # the invocation's budget is over while the restart still holds the turn
+    hang.release.set()
+    first.join(WAIT_S)
+    waiting.join(WAIT_S)
+    assert answers["first"]["ok"]
+    assert answers["waiting"]["error"]["type"] == "invocation_ended"
+    calls = journal.of(ToolCall)
+    assert [(c.tool, c.decision, c.invocation) for c in calls] == [
+        ("restart_service", "allowed", 0),
+        ("get_topology", "denied", 0),
+    ]
+    assert calls[1].reason.startswith("invocation_ended: ")
