@@ -11,11 +11,13 @@ then answers ``deadline_exceeded``. A handler past its deadline is left to finis
 late is journaled when it finishes, and one still unfinished when the server stops is journaled then, its
 outcome unknown. Calls take turns, but a turn ends at the deadline, so a handler that hangs delays a later
 call by one deadline at most and never blocks the runner.
+
+An invocation may send ``REQUEST_LIMIT`` requests of any kind; each one past it is refused (``rate_limited``)
+and counted, and the count is journaled once, so a flood of requests cannot grow the journal without bound.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +30,14 @@ from orchestrator.bundle.records import ForbiddenAttempt, IncidentReport, Interv
 from orchestrator.errors import OrchestratorError
 from orchestrator.interface import args as a
 from orchestrator.interface.backend import Backend
+from orchestrator.interface.excerpts import (
+    REASON_CHARS,
+    RESULT_CHARS,
+    journal_args,
+    short,
+    summary,
+    validation_message,
+)
 from orchestrator.interface.policy import Decision, decide, screen
 from orchestrator.interface.tools import TOOLS, Tool
 
@@ -36,57 +46,9 @@ Verdict = Literal["allowed", "denied", "forbidden"]
 Recorder = Callable[[Record], object]
 CALL_DEADLINE_S = 10.0  # far below an invocation's budget (110 s): one stuck call cannot use it up
 MAX_STRAGGLERS = 8  # handlers still running past their deadline; while this many run, new calls are refused
-RESULT_CHARS = 500  # the journal keeps a short summary of each result, not the whole answer
-ARG_CHARS = 4000
-ARG_KEYS = 50
-NAME_CHARS = 120
-REASON_CHARS = 2000
-MAX_ERRORS = 10
-
-
-def _short(text: str, limit: int = NAME_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text)} characters]"
-
-
-def _summary(value: Any) -> str:
-    return _short(json.dumps(value, sort_keys=True, default=str), RESULT_CHARS)
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return json.dumps(value, default=str, allow_nan=False)
-    except (ValueError, RecursionError) as exc:
-        return json.dumps(f"<not journaled: {type(exc).__name__}>")
-
-
-def _journal_args(raw: Any) -> dict[str, JsonValue]:
-    """The arguments as the journal keeps them: JSON values, long strings (diffs), keys and lists cut."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        return {"_invalid": _short(_json_text(raw), ARG_CHARS)}
-    kept: dict[str, JsonValue] = {}
-    for index, (key, value) in enumerate(raw.items()):
-        if index == ARG_KEYS:
-            kept["_left_out"] = f"{len(raw) - ARG_KEYS} more arguments"
-            break
-        text = _json_text(value)
-        kept[_short(str(key))] = json.loads(text) if len(text) <= ARG_CHARS else _short(text, ARG_CHARS)
-    return kept
-
-
+REQUEST_LIMIT = 1000  # requests of any kind per invocation; far above the read and mutation limits
 def _error(kind: str, message: str) -> Json:
     return {"ok": False, "error": {"type": kind, "message": message}}
-
-
-def _validation_message(exc: ValidationError) -> str:
-    errors = exc.errors()
-    parts = [
-        f"{_short('.'.join(str(p) for p in e['loc'])) or 'arguments'}: {_short(e['msg'], 400)}"
-        for e in errors[:MAX_ERRORS]
-    ]
-    more = f"; and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
-    return "invalid arguments: " + "; ".join(parts) + more
 
 
 def _execute(tool: Tool, backend: Backend, parsed: a.Args) -> tuple[Json, list[str]]:
@@ -131,8 +93,10 @@ class ToolCaller:
         *,
         deadline_s: float = CALL_DEADLINE_S,
         tools: Mapping[str, Tool] = TOOLS,
+        request_limit: int = REQUEST_LIMIT,
     ) -> None:
         self.backend = backend
+        self.request_limit = request_limit
         self.recorder = recorder
         self.deadline_s = deadline_s
         self.tools = tools
@@ -140,23 +104,28 @@ class ToolCaller:
         self.open = False  # whether invocation ``invocation`` is still open
         self.mutations = 0
         self.reads = 0
+        self.requests = 0
+        self._unrecorded = 0  # requests past the limit, not journaled yet
         self._state = threading.Lock()  # the invocation, its counters and the stragglers; held briefly
         self._turn = threading.Lock()  # one call at a time, each until its deadline at most
         self._stragglers: dict[_Job, None] = {}  # handlers past their deadline, oldest first
         self._closed = False
 
     def begin(self, invocation: int) -> None:
-        """Start invocation ``invocation``: fresh read and mutation counts (never waits for a call)."""
+        """Start invocation ``invocation`` with fresh request, read and mutation counts (never waits)."""
+        self._record_unrecorded()
         with self._state:
             self.invocation = invocation
             self.open = True
             self.mutations = 0
             self.reads = 0
+            self.requests = 0
 
     def end(self) -> None:
         """End the open invocation: its calls still waiting for their turn are refused when it comes."""
         with self._state:
             self.open = False
+        self._record_unrecorded()
 
     def call(self, name: str, raw: Any, *, invocation: int | None = None) -> Json:
         """Run tool ``name`` with the raw JSON arguments ``raw``; ``{"ok": ..., "result"|"error": ...}``.
@@ -165,13 +134,15 @@ class ToolCaller:
         invocation is still open when the call's turn comes. Without it, the call is the open invocation's.
         """
         arrived = time.monotonic()
+        if not self._admitted(invocation):
+            return _error("rate_limited", f"more than {self.request_limit} requests in one invocation")
         tool = self.tools.get(name)
         if tool is None:
-            message = f"no tool {_short(name)!r}; tools: {', '.join(self.tools)}"
-            return self.reject(name, "unknown_tool", message, raw=raw, invocation=invocation)
+            message = f"no tool {short(name)!r}; tools: {', '.join(self.tools)}"
+            return self._reject(name, "unknown_tool", message, raw=raw, invocation=invocation)
         if self._closed:
             message = "the tool server is stopping"
-            return self.reject(name, "unavailable", message, raw=raw, invocation=invocation)
+            return self._reject(name, "unavailable", message, raw=raw, invocation=invocation)
         bound = invocation is not None
         invocation = self._current() if invocation is None else invocation
         if not self._turn.acquire(timeout=self.deadline_s):
@@ -192,22 +163,30 @@ class ToolCaller:
     ) -> Json:
         """Journal a request refused before any tool ran (an unknown tool, a body too large, too deep or not
         JSON) as a denied ``ToolCall`` of ``invocation`` (the open one unless given); returns its error."""
+        if not self._admitted(invocation):
+            return _error("rate_limited", f"more than {self.request_limit} requests in one invocation")
+        return self._reject(name, kind, message, raw=raw, invocation=invocation)
+
+    def _reject(
+        self, name: str | None, kind: str, message: str, *, raw: Any = None, invocation: int | None = None
+    ) -> Json:
         tool = self.tools.get(name) if name is not None else None
         self.recorder(
             ToolCall(
                 invocation=self._current() if invocation is None else invocation,
                 t=self.backend.now_s(),
-                tool=_short(name or ""),
-                args=_journal_args(raw),
+                tool=short(name or ""),
+                args=journal_args(raw),
                 effect=tool.effect if tool is not None else "none",
                 decision="denied",
-                reason=_short(f"{kind}: {message}", REASON_CHARS),
+                reason=short(f"{kind}: {message}", REASON_CHARS),
             )
         )
         return _error(kind, message)
 
     def close(self) -> None:
         """Take no more calls; journal each mutation still running past its deadline, its outcome unknown."""
+        self._record_unrecorded()
         with self._state:
             self._closed = True
             pending = list(self._stragglers)
@@ -223,18 +202,49 @@ class ToolCaller:
         with self._state:
             return self.invocation
 
+    def _admitted(self, invocation: int | None) -> bool:
+        """Count a request against the open invocation's limit; False (counted only) once past it."""
+        with self._state:
+            if invocation is not None and invocation != self.invocation:
+                return True  # a request of an ended invocation is refused anyway, and there are few
+            self.requests += 1
+            if self.requests <= self.request_limit:
+                return True
+            self._unrecorded += 1
+            return False
+
+    def _record_unrecorded(self) -> None:
+        with self._state:
+            count, self._unrecorded = self._unrecorded, 0
+            invocation = self.invocation
+        if count:
+            reason = (
+                f"rate_limited: {count} more requests past the limit of {self.request_limit} per invocation, "
+                "each refused and journaled only in this count"
+            )
+            self.recorder(
+                ToolCall(
+                    invocation=invocation,
+                    t=self.backend.now_s(),
+                    tool="",
+                    effect="none",
+                    decision="denied",
+                    reason=reason,
+                )
+            )
+
     def _call(self, tool: Tool, raw: Any, invocation: int, *, deadline: float) -> Json:
         t = self.backend.now_s()
-        journal_args = _journal_args(raw)
+        kept = journal_args(raw)
         # A request that reaches for what is hidden is forbidden whether or not its arguments are valid.
         verdict = screen(raw, model=tool.args, ctx=self.backend.policy_context(mutations_done=0))
         if verdict is not None:
-            return self._refused(tool, invocation, t, journal_args, verdict)
+            return self._refused(tool, invocation, t, kept, verdict)
         try:
             parsed = tool.args.model_validate(raw if raw is not None else {})
         except ValidationError as exc:
-            message = _validation_message(exc)
-            self._tool_call(tool, invocation, t, journal_args, "denied", message, "")
+            message = validation_message(exc)
+            self._tool_call(tool, invocation, t, kept, "denied", message, "")
             return _error("invalid_arguments", message)
         with self._state:
             context = self.backend.policy_context(mutations_done=self.mutations, reads_done=self.reads)
@@ -248,21 +258,21 @@ class ToolCaller:
             message = f"{len(self._stragglers)} earlier calls are still running past their deadline"
             return self._refuse(tool, invocation, raw, "unavailable", message)
         if not verdict.allowed:
-            return self._refused(tool, invocation, t, journal_args, verdict)
+            return self._refused(tool, invocation, t, kept, verdict)
         job = _Job(tool=tool, parsed=parsed, invocation=invocation)
         threading.Thread(target=self._run, args=(job,), name=f"tool {tool.name}", daemon=True).start()
         if not job.done.wait(max(0.0, deadline - time.monotonic())) and self._give_up(job):
             message = f"{tool.name} gave no answer within the {self.deadline_s:g} s deadline"
             if tool.effect == "mutate":
                 message += "; the change may still take effect: check before repeating it"
-            self._tool_call(tool, invocation, t, journal_args, "allowed", f"deadline_exceeded: {message}", "")
+            self._tool_call(tool, invocation, t, kept, "allowed", f"deadline_exceeded: {message}", "")
             return _error("deadline_exceeded", message)
         assert job.outcome is not None  # set before done, or before _give_up found it finished
         outcome = job.outcome
         self._effects(job)
-        reason = "" if outcome["ok"] else _short(outcome["error"]["message"], REASON_CHARS)
-        summary = _summary(outcome.get("result", outcome))
-        self._tool_call(tool, invocation, t, journal_args, "allowed", reason, summary)
+        reason = "" if outcome["ok"] else short(outcome["error"]["message"], REASON_CHARS)
+        result = summary(outcome.get("result", outcome))
+        self._tool_call(tool, invocation, t, kept, "allowed", reason, result)
         return outcome
 
     def _refused(
@@ -300,7 +310,7 @@ class ToolCaller:
                 with self._state:
                     self._stragglers.pop(job, None)
             if owed and job.tool.effect == "mutate":
-                detail = _summary(outcome["result"]) if outcome["ok"] else outcome["error"]["message"]
+                detail = summary(outcome["result"]) if outcome["ok"] else outcome["error"]["message"]
                 note = f"finished after its {self.deadline_s:g} s deadline (invocation {job.invocation}): "
                 self._intervention(job, result="ok" if outcome["ok"] else "error", detail=note + detail)
 
@@ -309,7 +319,7 @@ class ToolCaller:
         outcome, parsed = job.outcome, job.parsed
         assert outcome is not None
         if job.tool.effect == "mutate":
-            detail = _summary(outcome["result"]) if outcome["ok"] else outcome["error"]["message"]
+            detail = summary(outcome["result"]) if outcome["ok"] else outcome["error"]["message"]
             self._intervention(job, result="ok" if outcome["ok"] else "error", detail=detail)
         elif job.tool.effect == "report" and outcome["ok"] and isinstance(parsed, a.IncidentReportArgs):
             self.recorder(
@@ -338,8 +348,8 @@ class ToolCaller:
 
     def _refuse(self, tool: Tool, invocation: int, raw: Any, kind: str, message: str) -> Json:
         """A call refused before its handler ran, journaled as denied with the error type in the reason."""
-        reason = _short(f"{kind}: {message}", REASON_CHARS)
-        self._tool_call(tool, invocation, self.backend.now_s(), _journal_args(raw), "denied", reason, "")
+        reason = short(f"{kind}: {message}", REASON_CHARS)
+        self._tool_call(tool, invocation, self.backend.now_s(), journal_args(raw), "denied", reason, "")
         return _error(kind, message)
 
     def _tool_call(

@@ -112,10 +112,10 @@ class _GuardedMcp:
             except BodyRejected as exc:
                 invocation = self.tokens.invocation_of(_bearer(scope))
                 reject = functools.partial(self.caller.reject, invocation=invocation)
-                await run_in_threadpool(reject, name, exc.kind, str(exc))
+                outcome = await run_in_threadpool(reject, name, exc.kind, str(exc))
                 error = {"code": -32700 if exc.status == 400 else -32600, "message": str(exc)}
                 rpc = {"jsonrpc": "2.0", "id": None, "error": error}
-                await JSONResponse(rpc, status_code=exc.status)(scope, receive, send)
+                await JSONResponse(rpc, status_code=_status(outcome, exc.status))(scope, receive, send)
                 return
             receive = replay(body, receive)
         await self.app(scope, receive, send)
@@ -146,6 +146,11 @@ def _mcp_server(caller: ToolCaller, tokens: _Tokens) -> Server[Any]:
     return Server("marathon", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def _status(outcome: dict[str, Any], usual: int) -> int:
+    """The HTTP status of a REST answer: 429 past the request limit, else ``usual``."""
+    return 429 if not outcome["ok"] and outcome["error"]["type"] == "rate_limited" else usual
+
+
 def build_app(caller: ToolCaller, tokens: _Tokens) -> Starlette:
     """The ASGI app of both faces (no side effects until served)."""
     manager = StreamableHTTPSessionManager(
@@ -165,17 +170,17 @@ def build_app(caller: ToolCaller, tokens: _Tokens) -> Starlette:
         if name not in caller.tools:
             # Refused before the body is read: an unknown name costs the server nothing but a journal line.
             outcome = await run_in_threadpool(caller.call, name, None, invocation=invocation)
-            return JSONResponse(outcome, status_code=404)
+            return JSONResponse(outcome, status_code=_status(outcome, 404))
         try:
             body = await read_body(request.receive, request.headers)
             raw = parse_json(body) if body.strip() else {}
         except BodyRejected as exc:
             reject = functools.partial(caller.reject, invocation=invocation)
             outcome = await run_in_threadpool(reject, name, exc.kind, str(exc))
-            return JSONResponse(outcome, status_code=exc.status)
+            return JSONResponse(outcome, status_code=_status(outcome, exc.status))
         # The call runs only if its invocation is still open when its turn comes.
         outcome = await run_in_threadpool(caller.call, name, raw, invocation=invocation)
-        return JSONResponse(json.loads(json.dumps(outcome, default=str)))
+        return JSONResponse(json.loads(json.dumps(outcome, default=str)), status_code=_status(outcome, 200))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:

@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.bundle.records import RECORD_ADAPTER, IncidentReport, ToolCall
 from orchestrator.interface.bodies import MAX_BODY_BYTES
-from orchestrator.interface.calls import CALL_DEADLINE_S
+from orchestrator.interface.calls import CALL_DEADLINE_S, REQUEST_LIMIT
 from orchestrator.interface.server import ToolServer
 from orchestrator.interface.tools import TOOLS
 from tests.interface.world import World
@@ -213,3 +213,21 @@ def test_an_overlong_field_is_an_invalid_argument_naming_it(
     outcome = shared_ob.caller().call(tool, arguments)
     assert outcome["error"]["type"] == "invalid_arguments"
     assert field in outcome["error"]["message"]
+
+
+def test_requests_past_the_per_invocation_limit_are_refused_with_429_and_journaled_as_one_count(
+    shared_ob: World, http: httpx.Client, served: ToolServer
+) -> None:
+    since = len(shared_ob.records)
+    served.caller.request_limit = 3
+    try:
+        statuses = [http.post("/tools/kubectl_exec", json={}).status_code for _ in range(3)]
+        statuses += [http.post("/tools/get_alerts", content=DEEP).status_code for _ in range(4)]
+        statuses.append(http.post("/tools/get_topology", json={}).status_code)
+        served.close_invocation()
+    finally:
+        served.caller.request_limit = REQUEST_LIMIT
+    assert statuses == [404] * 3 + [429] * 5
+    calls = [r for r in shared_ob.records[since:] if isinstance(r, ToolCall)]
+    assert [(c.tool, c.decision) for c in calls] == [("kubectl_exec", "denied")] * 3 + [("", "denied")]
+    assert calls[-1].reason.startswith("rate_limited: 5 more requests past the limit of 3 per invocation")
