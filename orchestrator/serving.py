@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 import uvicorn
@@ -18,10 +19,11 @@ class LocalServer:
         self._server = server
         self._thread = thread
         self.port: int = server.servers[0].sockets[0].getsockname()[1]
+        self.scheme = "https" if server.config.is_ssl else "http"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def stop(self, *, timeout_s: float = 30.0) -> None:
         self._server.should_exit = True
@@ -36,8 +38,10 @@ def serve_locally(
     lifespan: Literal["on", "off", "auto"] = "on",
     error: type[OrchestratorError] = OrchestratorError,
     timeout_s: float = 30.0,
+    tls: tuple[Path, Path] | None = None,
 ) -> LocalServer:
     """Start serving ``app`` on 127.0.0.1:``port`` (0: a free port); raise ``error`` if it does not come up.
+    With ``tls`` (certificate and key files, read once the server starts) it serves HTTPS.
 
     Waiting for a socket to open is plumbing, not logic, so wall time is used here.
     """
@@ -49,6 +53,8 @@ def serve_locally(
         lifespan=lifespan,
         access_log=False,
         timeout_graceful_shutdown=1,
+        ssl_certfile=tls[0] if tls else None,
+        ssl_keyfile=tls[1] if tls else None,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=name, daemon=True)

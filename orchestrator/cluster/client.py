@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -68,6 +69,27 @@ class KubeClient:
         except (OSError, config.ConfigException) as exc:
             raise ClusterError(f"{path}: cannot load kubeconfig: {exc}") from exc
         return cls(api, kubeconfig=path)
+
+    @property
+    def server(self) -> str:
+        """The API server's URL, as the kubeconfig names it."""
+        host: str = self.api.configuration.host
+        return host
+
+    def requests_options(self, url: str) -> dict[str, Any]:
+        """``requests`` keyword arguments that reach ``url`` as this client reaches the API server (its CA,
+        its bearer token) when the API server itself serves it, as the twin serves its trace queries; none
+        for any other origin, so the cluster's credentials are never sent elsewhere."""
+        if _origin(url) != _origin(self.server):
+            return {}
+        configuration = self.api.configuration
+        options: dict[str, Any] = {
+            "verify": (configuration.ssl_ca_cert or True) if configuration.verify_ssl else False
+        }
+        bearer = configuration.auth_settings().get("BearerToken") or {}
+        if bearer.get("in") == "header" and bearer.get("value"):
+            options["headers"] = {"Authorization": str(bearer["value"])}
+        return options
 
     def _json(self, obj: Any) -> Json:
         data: Json = self.api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
@@ -203,3 +225,8 @@ class KubeClient:
 
     def close(self) -> None:
         self.api.close()  # type: ignore[no-untyped-call]
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()

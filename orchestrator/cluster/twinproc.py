@@ -1,7 +1,9 @@
 """A stepped twin in its own process (``marathon twin serve --clock stepped``), moved over HTTP.
 
 Admission starts a fresh twin per entry; running it as a separate process keeps the twin's server stack out
-of the orchestrator's cluster layer and lets entries be screened in parallel on separate cores.
+of the orchestrator's cluster layer and lets entries be screened in parallel on separate cores. The child
+writes its kubeconfig (the CA its HTTPS server's certificate comes from, the bearer token it wants) before it
+says where it serves; the parent reads both from there.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from types import TracebackType
 
 import httpx
 
-from orchestrator.errors import ClusterError
+from orchestrator.errors import ClusterError, ConfigError
+from orchestrator.twin.kubeconfig import Credentials, read_credentials
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
-_SERVING = re.compile(r"serving at (http://127\.0\.0\.1:\d+)")
+_SERVING = re.compile(r"serving at (https://127\.0\.0\.1:\d+)")
 
 
 @dataclass
@@ -31,8 +34,14 @@ class TwinProcess:
     url: str
     kubeconfig: Path
     process: subprocess.Popen[str] = field(repr=False)
+    credentials: Credentials = field(repr=False)
     now: float = 0.0
-    _http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=300.0), repr=False)
+    _http: httpx.Client = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._http = httpx.Client(
+            timeout=300.0, headers=self.credentials.headers, verify=self.credentials.ssl_context()
+        )
 
     @property
     def pid(self) -> int:
@@ -108,8 +117,15 @@ def attach_twin(process: subprocess.Popen[str], *, app: str, workdir: Path) -> T
             break
         found = _SERVING.search(line)
         if found:
+            kubeconfig = workdir / "kubeconfig"
+            try:
+                credentials = read_credentials(kubeconfig)
+            except ConfigError as exc:
+                process.kill()
+                process.wait(timeout=STOP_TIMEOUT)
+                raise ClusterError(f"the twin of {app} serves, but {exc}") from exc
             return TwinProcess(
-                app=app, url=found.group(1), kubeconfig=workdir / "kubeconfig", process=process
+                app=app, url=found.group(1), kubeconfig=kubeconfig, process=process, credentials=credentials
             )
     if process.poll() is None:
         process.kill()

@@ -190,7 +190,9 @@ def get_traces(backend: Backend, args: a.GetTraces) -> Json:
     }
     url = f"{backend.traces_url.rstrip('/')}/api/traces"
     try:
-        response = requests.get(url, params=params, timeout=TRACE_TIMEOUT_S)
+        # The twin serves its traces beside its API, with the same certificate and token.
+        reach = backend.kube.requests_options(url)
+        response = requests.get(url, params=params, timeout=TRACE_TIMEOUT_S, **reach)
         response.raise_for_status()
         data = response.json().get("data") or []
     except (requests.RequestException, ValueError) as exc:

@@ -1,19 +1,26 @@
 """The twin's Kubernetes API server subset: discovery, CRUD, patch, watch, pods/log, scale, Table output.
 
-``build_app(cluster)`` returns a FastAPI app; the official Python client and kubectl talk to it unchanged.
-Every request runs under ``cluster.lock``, so it never sees a half-applied controller step.
+``build_app(cluster, token=...)`` returns a FastAPI app; the official Python client and kubectl talk to it
+unchanged. Every request runs under ``cluster.lock``, so it never sees a half-applied controller step.
+
+Every path but the public-info ones needs ``Authorization: Bearer <token>``, as on a kube-apiserver whose
+anonymous access is limited to the endpoints RBAC's ``system:public-info-viewer`` grants: anything else
+without the token is a 401 ``Status``. The guard wraps the whole app, so routes added later (the twin's
+control API, its trace queries) are behind it too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
 import yaml
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.errors import ApiStatusError
 from orchestrator.twin import discovery
@@ -27,6 +34,8 @@ _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "application/apply-patch+yaml")
 WATCH_POLL_S = 0.05
 DEFAULT_WATCH_TIMEOUT_S = 1800
+# What system:public-info-viewer lets system:unauthenticated read on a default kube-apiserver.
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 
 
 def status_body(error: ApiStatusError) -> dict[str, Any]:
@@ -73,9 +82,35 @@ async def read_body(request: Request) -> tuple[Any, str]:
         ) from exc
 
 
-def build_app(cluster: Cluster) -> FastAPI:
-    """The FastAPI app serving ``cluster`` over the Kubernetes REST conventions."""
+class BearerGuard:
+    """ASGI middleware: a request off ``PUBLIC_PATHS`` without the bearer ``token`` is answered 401."""
+
+    def __init__(self, app: ASGIApp, *, token: str) -> None:
+        if not token:
+            raise ValueError("the twin's API needs a non-empty bearer token")
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in PUBLIC_PATHS and not self._carries_token(scope):
+            unauthorized = ApiStatusError(401, "Unauthorized", "Unauthorized")
+            await status_response(unauthorized)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _carries_token(self, scope: Scope) -> bool:
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                scheme, _, given = value.partition(b" ")
+                # The scheme is case-insensitive, as the API server's bearer authenticator reads it.
+                return scheme.lower() == b"bearer" and secrets.compare_digest(given.strip(), self._token)
+        return False
+
+
+def build_app(cluster: Cluster, *, token: str) -> FastAPI:
+    """The FastAPI app serving ``cluster`` over the Kubernetes REST conventions to holders of ``token``."""
     app = FastAPI(title="marathon twin", openapi_url=None, docs_url=None, redoc_url=None)
+    app.add_middleware(BearerGuard, token=token)
 
     @app.exception_handler(ApiStatusError)
     async def _status_error(_request: Request, exc: ApiStatusError) -> JSONResponse:

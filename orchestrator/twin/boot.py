@@ -188,13 +188,14 @@ class Twin:
         self.telemetry.close()
 
     # -- serving ----------------------------------------------------------------------------------
-    def build_app(self) -> FastAPI:
-        """The Kubernetes API of the cluster plus the twin's own routes (advance, status, traces)."""
+    def build_app(self, *, token: str) -> FastAPI:
+        """The Kubernetes API of the cluster plus the twin's own routes (advance, status, traces), all
+        but the public-info paths for holders of the bearer ``token`` only."""
         from orchestrator.twin.api import build_app  # the API server is heavy; import only when serving
         from orchestrator.twin.control import control_router
         from orchestrator.twin.traces import router
 
-        app = build_app(self.cluster)
+        app = build_app(self.cluster, token=token)
         app.include_router(control_router(self))
         app.include_router(router(self.model.traces, lock=self.cluster.lock))
         return app

@@ -18,7 +18,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "twin", help="the simulated cluster (serve one app behind the Kubernetes API)"
     )
     verbs = twin.add_subparsers(dest="twin_command", metavar="VERB", required=True)
-    serve = verbs.add_parser("serve", help="serve a twin on 127.0.0.1 and write a kubeconfig for it")
+    serve = verbs.add_parser(
+        "serve", help="serve a twin on 127.0.0.1 behind a fresh token and write a kubeconfig (0600) with it"
+    )
     serve.add_argument("--app", required=True, choices=APPS)
     serve.add_argument("--port", type=int, default=0, help="listen port on 127.0.0.1 (0: a free port)")
     serve.add_argument("--seed", type=int, default=1)
@@ -50,10 +52,17 @@ def serve_command(args: argparse.Namespace) -> int:
         port=args.port,
     )
     print(f"twin of {args.app} serving at {running.url} ({args.clock} clock)", flush=True)
-    print(f"kubeconfig: {running.kubeconfig}", flush=True)
+    print(f"kubeconfig: {running.kubeconfig} (its token is the only way in)", flush=True)
     if args.clock == "stepped":
+        # The token and the CA stay in the owner-only kubeconfig: this output may end up in logs.
+        view = f"kubectl --kubeconfig {running.kubeconfig} config view --raw -o jsonpath="
+        authority = "{.clusters[0].cluster.certificate-authority-data}"
+        print(f"advance with: TOKEN=$({view}'{{.users[0].user.token}}')", flush=True)
+        print(f"  {view}'{authority}' | base64 -d > ca.crt", flush=True)
         print(
-            f"advance with: curl -X POST {running.url}/twin/v1/advance -d '{{\"seconds\": 120}}'", flush=True
+            f"  curl --cacert ca.crt -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json' "
+            f"-X POST {running.url}/twin/v1/advance -d '{{\"seconds\": 120}}'",
+            flush=True,
         )
     done = threading.Event()
 

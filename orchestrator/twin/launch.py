@@ -1,19 +1,22 @@
-"""Run a twin in this process: its HTTP server on 127.0.0.1 in a thread, a kubeconfig that points at it.
+"""Run a twin in this process: its HTTPS server on 127.0.0.1 in a thread, a kubeconfig that points at it.
 
 For tests, the runner and ``marathon twin serve``: ``start_twin(...)`` returns a handle with the URL, the
-kubeconfig path, ``advance(seconds)`` (stepped clock) and ``stop()``.
+kubeconfig path, the credentials an HTTP client needs (also in the kubeconfig: the CA to trust and the
+bearer token the server wants), ``advance(seconds)`` (stepped clock) and ``stop()``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator.errors import ConfigError
 from orchestrator.serving import LocalServer, serve_locally
 from orchestrator.twin.boot import Twin
+from orchestrator.twin.certificates import issue
 from orchestrator.twin.clock import ClockMode
-from orchestrator.twin.kubeconfig import write_kubeconfig
+from orchestrator.twin.kubeconfig import Credentials, new_token, write_kubeconfig
 
 START_TIMEOUT = 30.0
 
@@ -23,7 +26,8 @@ class RunningTwin:
     twin: Twin
     url: str
     kubeconfig: Path
-    _served: LocalServer
+    credentials: Credentials = field(repr=False)
+    _served: LocalServer = field(repr=False)
     _stopped: bool = field(default=False)
 
     @property
@@ -62,7 +66,8 @@ def start_twin(
     keep_samples: bool = False,
     root: Path | None = None,
 ) -> RunningTwin:
-    """Boot the twin of ``app``, serve it on 127.0.0.1:``port`` (0: a free port) and write ``kubeconfig``."""
+    """Boot the twin of ``app``, serve it over HTTPS on 127.0.0.1:``port`` (0: a free port) behind a fresh
+    bearer token and write ``kubeconfig`` (owner-only) with that token and the CA to trust."""
     twin = Twin(
         app,
         seed=seed,
@@ -72,9 +77,27 @@ def start_twin(
         keep_samples=keep_samples,
         root=root,
     )
-    served = serve_locally(
-        twin.build_app(), name=f"the twin's server for {app}", port=port, lifespan="off", error=ConfigError
-    )
-    path = write_kubeconfig(kubeconfig, server=served.url, namespace=twin.namespace)
+    token = new_token()
+    certificates = issue(now=datetime.now(UTC))  # TLS validity is checked against the wall clock
+    try:
+        with certificates.files() as tls:
+            served = serve_locally(
+                twin.build_app(token=token),
+                name=f"the twin's server for {app}",
+                port=port,
+                lifespan="off",
+                error=ConfigError,
+                tls=tls,
+            )
+    except BaseException:
+        twin.stop()
+        raise
+    credentials = Credentials(server=served.url, token=token, ca_pem=certificates.ca_pem)
+    try:
+        path = write_kubeconfig(kubeconfig, credentials, namespace=twin.namespace)
+    except BaseException:
+        twin.stop()
+        served.stop(timeout_s=START_TIMEOUT)
+        raise
     twin.start_clock()
-    return RunningTwin(twin=twin, url=served.url, kubeconfig=path, _served=served)
+    return RunningTwin(twin=twin, url=served.url, kubeconfig=path, credentials=credentials, _served=served)

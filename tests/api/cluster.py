@@ -13,7 +13,7 @@ from pathlib import Path
 
 from orchestrator.telemetry.server import start_prometheus
 
-_SERVING = re.compile(r"serving at (http://127\.0\.0\.1:\d+)")
+_SERVING = re.compile(r"serving at (https://127\.0\.0\.1:\d+)")
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.cluster import ledger as ledger_module
 from orchestrator.cluster.chaos import CRD_KINDS
 from orchestrator.cluster.client import CHAOS_GROUP, CHAOS_VERSION, KubeClient
+from orchestrator.twin.kubeconfig import read_credentials
 from tests.api.bundles import pending_in_ledger, unpack
 from tests.api.cluster import separate_cluster
 from tests.api.live import AUTH, Server, events, start_run
@@ -56,9 +56,9 @@ def test_a_run_of_a_killed_server_is_interrupted_on_restart_and_leaves_no_fault(
         home = data / "runs" / run_id
         row = Registry(f"sqlite:///{data / 'registry.sqlite'}").get(run_id)
         assert row is not None and row.worker_pid is not None
-        kubeconfig = yaml.safe_load((home / "run" / "kubeconfig").read_text(encoding="utf-8"))
-        twin_url = kubeconfig["clusters"][0]["cluster"]["server"]
-        assert httpx.get(f"{twin_url}/version", timeout=5).status_code == 200
+        credentials = read_credentials(home / "run" / "kubeconfig")
+        twin_url, verify = credentials.server, credentials.ssl_context()
+        assert httpx.get(f"{twin_url}/version", timeout=5, verify=verify).status_code == 200
         ledger = home / "run" / "faults.ledger.jsonl"
         assert pending_in_ledger(ledger), "a fault was live when the server was killed"
     finally:
@@ -70,7 +70,7 @@ def test_a_run_of_a_killed_server_is_interrupted_on_restart_and_leaves_no_fault(
     assert not alive(row.worker_pid)
     assert _processes_under(home) == []
     with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{twin_url}/version", timeout=5)
+        httpx.get(f"{twin_url}/version", timeout=5, verify=verify)
 
     second = Server(data=data).start()
     try:

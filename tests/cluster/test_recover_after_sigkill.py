@@ -42,9 +42,11 @@ from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.ledger import Ledger, Target
 from orchestrator.cluster.mechanisms import Context
+from orchestrator.twin.kubeconfig import read_credentials
 
 url, kubeconfig, journal, *ids = sys.argv[1:]
-http = httpx.Client(timeout=120)
+credentials = read_credentials(Path(kubeconfig))
+http = httpx.Client(timeout=120, headers=credentials.headers, verify=credentials.ssl_context())
 
 
 def settle() -> None:

@@ -3,6 +3,7 @@ budgets enforced, and a clean early stop."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from orchestrator.bundle.reader import read_bundle
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.run.config import RunConfig, make_config
 from orchestrator.run.runner import RunResult, run_marathon
+from orchestrator.twin.kubeconfig import read_credentials
 from tests.processes import running_with
 
 pytestmark = [
@@ -94,6 +96,18 @@ def test_the_same_seed_gives_identical_data_files_and_score(twice: tuple[RunResu
         right = (second.bundle_dir / "data" / name).read_bytes()
         assert left == right, f"{name} differs between two runs of the same seed"
     assert (first.run_dir / "score.json").read_bytes() == (second.run_dir / "score.json").read_bytes()
+
+
+def test_the_twins_credentials_reach_no_file_of_the_bundle(twice: tuple[RunResult, RunResult]) -> None:
+    for result in twice:
+        credentials = read_credentials(result.run_dir / "kubeconfig")
+        secrets = [credentials.token.encode(), base64.b64encode(credentials.ca_pem)]
+        files = [p for p in result.bundle_dir.rglob("*") if p.is_file()]
+        assert len(files) > 5
+        leaked = [(p.name, s[:8]) for p in files for s in secrets if s in p.read_bytes()]
+        assert leaked == []
+    first, second = (read_credentials(result.run_dir / "kubeconfig") for result in twice)
+    assert first.token != second.token and first.ca_pem != second.ca_pem  # same seed, other credentials
 
 
 def test_the_no_action_baseline_is_computed_once_and_cached(twice: tuple[RunResult, RunResult]) -> None:

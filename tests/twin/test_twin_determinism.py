@@ -60,7 +60,11 @@ def _session(twin: RunningTwin) -> dict[str, Any]:
                 pod.metadata.name, OB, container=container.name, timestamps=True
             )
     traces = httpx.get(
-        f"{twin.url}/api/traces", params={"service": "frontend", "limit": 200}, timeout=30
+        f"{twin.url}/api/traces",
+        params={"service": "frontend", "limit": 200},
+        headers=twin.credentials.headers,
+        verify=twin.credentials.ssl_context(),
+        timeout=30,
     ).json()
     return {
         "metrics": list(twin.twin.telemetry.samples),

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from orchestrator.twin.kubeconfig import read_credentials
 from orchestrator.twin.launch import start_twin
 
 pytestmark = pytest.mark.slow
@@ -27,7 +28,12 @@ def test_the_realtime_clock_advances_the_world_without_being_asked(tmp_path: Pat
         while twin.twin.now < 10.0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert twin.twin.now >= 10.0
-        refused = httpx.post(f"{twin.url}/twin/v1/advance", json={"seconds": 5})
+        refused = httpx.post(
+            f"{twin.url}/twin/v1/advance",
+            json={"seconds": 5},
+            headers=twin.credentials.headers,
+            verify=twin.credentials.ssl_context(),
+        )
         assert refused.status_code == 409
     finally:
         twin.stop()
@@ -60,16 +66,24 @@ def test_marathon_twin_serve_answers_kubectl_style_requests_and_advances_on_requ
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
-        assert "serving at http://127.0.0.1:" in first, first + (
+        assert "serving at https://127.0.0.1:" in first, first + (
             process.stderr.read() if process.stderr else ""
         )
         url = first.split("serving at ", 1)[1].split()[0]
-        assert kubeconfig.is_file()
-        moved = httpx.post(f"{url}/twin/v1/advance", json={"seconds": 60}, timeout=60).json()
-        assert moved["now"] == 60.0
-        pods = httpx.get(f"{url}/api/v1/namespaces/online-boutique/pods", timeout=30).json()
-        assert len(pods["items"]) == 12
-        assert httpx.post(f"{url}/twin/v1/advance", json={"seconds": -1}, timeout=30).status_code == 422
+        assert kubeconfig.stat().st_mode & 0o777 == 0o600
+        credentials = read_credentials(kubeconfig)
+        token = credentials.token
+        with httpx.Client(
+            base_url=url, headers=credentials.headers, verify=credentials.ssl_context(), timeout=60
+        ) as http:
+            moved = http.post("/twin/v1/advance", json={"seconds": 60}).json()
+            assert moved["now"] == 60.0
+            pods = http.get("/api/v1/namespaces/online-boutique/pods").json()
+            assert len(pods["items"]) == 12
+            assert http.post("/twin/v1/advance", json={"seconds": -1}).status_code == 422
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
+    printed = first + process.stdout.read()
+    assert "advance with:" in printed and "curl --cacert ca.crt" in printed
+    assert token not in printed  # what it prints may end up in logs; the token stays in the kubeconfig

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ import uvicorn
 
 from orchestrator.catalog.topology import Node
 from orchestrator.twin.api import build_app
+from orchestrator.twin.certificates import issue
 from orchestrator.twin.cluster import Cluster
-from orchestrator.twin.kubeconfig import write_kubeconfig
+from orchestrator.twin.kubeconfig import Credentials, new_token, write_kubeconfig
 from orchestrator.twin.runtime_protocol import ContainerVerdict
 
 NAMESPACE = "shop"
@@ -120,25 +122,37 @@ class LiveServer:
     url: str
     kubeconfig: Path
     cluster: Cluster
+    credentials: Credentials
 
 
 @contextmanager
 def serving(cluster: Cluster, tmp_path: Path) -> Iterator[LiveServer]:
-    """The cluster's API on a free 127.0.0.1 port, served by uvicorn in a thread while the block runs."""
+    """The cluster's API over HTTPS on a free 127.0.0.1 port, served by uvicorn in a thread while the block
+    runs, with a fresh token and CA in the kubeconfig it writes."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(build_app(cluster), log_level="warning", timeout_graceful_shutdown=1)
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not uv.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    url = f"http://127.0.0.1:{port}"
-    path = write_kubeconfig(tmp_path / "kubeconfig", server=url, namespace=NAMESPACE)
+    token = new_token()
+    certificates = issue(now=datetime.now(UTC))
+    with certificates.files() as (cert, key):
+        config = uvicorn.Config(
+            build_app(cluster, token=token),
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+            ssl_certfile=cert,
+            ssl_keyfile=key,
+        )
+        uv = uvicorn.Server(config)
+        thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not uv.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+    url = f"https://127.0.0.1:{port}"
+    credentials = Credentials(server=url, token=token, ca_pem=certificates.ca_pem)
+    path = write_kubeconfig(tmp_path / "kubeconfig", credentials, namespace=NAMESPACE)
     try:
-        yield LiveServer(url=url, kubeconfig=path, cluster=cluster)
+        yield LiveServer(url=url, kubeconfig=path, cluster=cluster, credentials=credentials)
     finally:
         uv.should_exit = True
         thread.join(timeout=10)

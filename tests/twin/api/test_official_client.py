@@ -172,7 +172,8 @@ def test_invalid_objects_are_422_with_causes_and_change_nothing(api: client.ApiC
 
 def test_malformed_bodies_unknown_kinds_and_bad_quantities_get_upstream_statuses(server: LiveServer) -> None:
     base = f"{server.url}/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
-    with httpx.Client() as http:
+    credentials = server.credentials
+    with httpx.Client(headers=credentials.headers, verify=credentials.ssl_context()) as http:
         malformed = http.post(base, content=b"{not json", headers={"Content-Type": "application/json"})
         unknown = http.get(f"{server.url}/apis/apps/v1/namespaces/{NAMESPACE}/widgets")
         bad_patch = http.patch(
