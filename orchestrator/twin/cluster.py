@@ -7,7 +7,9 @@ hold ``lock``, so a server thread and the stepping thread never interleave insid
 from __future__ import annotations
 
 import copy
+import os
 import threading
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -40,6 +42,9 @@ from orchestrator.twin.timefmt import rfc3339
 DEFAULT_NODE_CPU = "8"
 DEFAULT_NODE_MEMORY = "32Gi"
 MAX_PODS_PER_NODE = 110
+SYSTEM_NAMESPACE = "kube-system"
+# Namespaces the API server refuses to delete (the NamespaceLifecycle admission plugin's immortal ones).
+IMMORTAL_NAMESPACES = frozenset({"default", SYSTEM_NAMESPACE, "kube-public"})
 
 
 class Cluster:
@@ -59,6 +64,7 @@ class Cluster:
         node_cpu: str = DEFAULT_NODE_CPU,
         node_memory: str = DEFAULT_NODE_MEMORY,
         start: float = 0.0,
+        identity: str | None = None,
     ) -> None:
         if not nodes:
             raise ValueError("a cluster needs at least one node")
@@ -87,8 +93,15 @@ class Cluster:
         self.endpoints = EndpointsController(self.store)
         self.chaos = ChaosStatusController(self.store)
         self._last_expiry = start
+        # Clients tell clusters apart by the kube-system namespace's uid. It is fresh from the OS unless
+        # given, never seeded, so two twins of one seed are two clusters; kube-system cannot be deleted,
+        # so the uid lasts as long as the twin.
+        self.identity = identity if identity is not None else str(uuid.UUID(bytes=os.urandom(16), version=4))
         for namespace in ("default", "kube-system", "kube-public", "kube-node-lease"):
-            self.ensure_namespace(namespace)
+            if namespace == SYSTEM_NAMESPACE:
+                self.store.create(NAMESPACES, _namespace_object(namespace), uid=self.identity)
+            else:
+                self.ensure_namespace(namespace)
         self._kubernetes_service()
         for index, node in enumerate(nodes):
             self.store.create(

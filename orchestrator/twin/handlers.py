@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.cluster import Cluster
+from orchestrator.twin.cluster import IMMORTAL_NAMESPACES, Cluster
 from orchestrator.twin.patching import json_patch, merge_patch, strategic_merge_patch
 from orchestrator.twin.resources import RESOURCE_TYPES, ResourceType, by_plural
 from orchestrator.twin.selectors import parse_field_selector, parse_label_selector
@@ -367,6 +367,13 @@ def _delete(cluster: Cluster, route: Route, query: dict[str, str], body: Any) ->
         }
         return Result(200, {**current, "metadata": meta})
     if rtype is NAMESPACES:
+        if name in IMMORTAL_NAMESPACES:
+            raise ApiStatusError(
+                403,
+                "Forbidden",
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                details={"name": name, "kind": "namespaces"},
+            )
         for other in [r for r in RESOURCE_TYPES if r.namespaced]:
             for obj in cluster.store.list(other, name):
                 if other is PODS:

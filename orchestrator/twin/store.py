@@ -134,8 +134,11 @@ class Store:
         meta = obj["metadata"]
         return (meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
 
-    def create(self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None) -> Obj:
-        """Admit a new object (the caller's dict is taken over, not copied) and return it as stored."""
+    def create(
+        self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None, uid: str | None = None
+    ) -> Obj:
+        """Admit a new object (the caller's dict is taken over, not copied) and return it as stored;
+        ``uid`` replaces the seeded one (the cluster's own identity, which no seed may reproduce)."""
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             meta = obj["metadata"] = {}
@@ -175,7 +178,8 @@ class Store:
             )
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(field, None)
-        meta["uid"] = self.new_uid()
+        drawn = self.new_uid()  # drawn even when ``uid`` is given: every other object keeps its seeded uid
+        meta["uid"] = uid if uid is not None else drawn
         meta["creationTimestamp"] = rfc3339(self.now)
         meta["generation"] = 1
         meta["resourceVersion"] = self._bump()

@@ -8,7 +8,7 @@ from typing import Any
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.resources import RESOURCE_TYPES
 from orchestrator.twin.selectors import parse_label_selector
-from orchestrator.twin.store import DEPLOYMENTS, ENDPOINTS, EVENTS, PODS, REPLICASETS, SERVICES
+from orchestrator.twin.store import DEPLOYMENTS, ENDPOINTS, EVENTS, NAMESPACES, PODS, REPLICASETS, SERVICES
 from orchestrator.twin.store import NODES as NODE_OBJECTS
 from tests.twin.api.support import NAMESPACE, NODES, ScriptedRuntime, deployment, run, service, shop_manifests
 
@@ -251,17 +251,25 @@ def test_a_settled_cluster_writes_nothing_when_stepped() -> None:
     assert cluster.store.resource_version == version
 
 
-def test_two_clusters_given_the_same_calls_hold_identical_objects() -> None:
+def test_two_clusters_given_the_same_calls_hold_identical_objects_but_their_own_identity() -> None:
+    identities = []
+
     def world() -> str:
         cluster = fresh(ScriptedRuntime(crashing={"shop/cart:1.1"}), *shop_manifests()[1:])
         run(cluster, 30)
         set_template(cluster, "cart", lambda t: t["spec"]["containers"][0].update(image="shop/cart:1.1"))
         run(cluster, 120)
-        return json.dumps({r.plural: cluster.store.list(r) for r in RESOURCE_TYPES}, sort_keys=True)
+        identities.append(cluster.identity)
+        system = cluster.store.get(NAMESPACES, "", "kube-system")
+        assert system["metadata"]["uid"] == cluster.identity
+        text = json.dumps({r.plural: cluster.store.list(r) for r in RESOURCE_TYPES}, sort_keys=True)
+        return text.replace(cluster.identity, "<identity>")
 
     first, second = world(), world()
     assert first == second
     assert '"restartCount": 0' in first and "CrashLoopBackOff" in first
+    assert first.count("<identity>") == 1  # only kube-system's uid names the cluster
+    assert identities[0] != identities[1]
 
 
 def test_services_get_cluster_ips_in_order_and_node_ports_that_survive_updates() -> None:
