@@ -1,4 +1,4 @@
-"""The agent that does nothing: the baseline of the degradation level (METRICS.md)."""
+"""The agent that does nothing: the baseline of the degradation level (docs/metrics.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The oracle agent (validation only): reads the ground truth and answers as a perfect agent would.
 
-It groups the alerts it was shown by attributing each to the active faults exactly as METRICS.md does
+It groups the alerts it was shown by attributing each to the active faults exactly as docs/metrics.md does
 (namespace, a service in the fault's scope, start inside [inject, revert + grace]), files one incident per
 fault naming its culprits and full artifact, and applies the fault's minimal remedy once the incident holds
 an attributable alert (repairing earlier would silence the alerts that correlate it), never at the boundary
@@ -133,7 +133,8 @@ def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     if action == "wait":
         if fault.get("one_shot"):
             # A killed pod is replaced by itself. One restart of the target still confirms that a clean
-            # replica serves, and only an intervention lets the probe credit a repair (METRICS.md, Rep).
+            # replica serves, and only an intervention lets the probe credit a repair
+            # (docs/metrics.md, "Repaired (Rep)").
             return ("restart_service", base)
         return None  # nothing the tools reach ends it (chaos the agent cannot see): wait for the revert
     if action != "update_config":

@@ -18,7 +18,7 @@ Evidence = Literal["object", "symptom"]
 @dataclass(frozen=True)
 class Rule:
     action: Action
-    kind: str  # the artifact KIND the runbook blames (METRICS.md's closed vocabulary)
+    kind: str  # the artifact KIND the runbook blames (docs/metrics.md's closed vocabulary)
     evidence: Evidence
 
 

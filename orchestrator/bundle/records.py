@@ -24,7 +24,7 @@ from pydantic import (
 
 SCHEMA_VERSION = 1
 
-# The closed vocabulary of responsible-artifact kinds (METRICS.md, "Responsible artifacts").
+# The closed vocabulary of responsible-artifact kinds (docs/metrics.md, "Responsible artifacts").
 ARTIFACT_KINDS: frozenset[str] = frozenset(
     {
         "release",
@@ -204,7 +204,7 @@ class ServiceSample(_Record):
     t: Seconds
     q: Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
     e: Fraction
-    l: Fraction  # noqa: E741 - the metric's own name in METRICS.md
+    l: Fraction  # noqa: E741 - the metric's own name in docs/metrics.md
 
 
 class Invocation(_Record):

@@ -59,8 +59,8 @@ class RunConfig(BaseModel):
     ``agent`` names a command of ``orchestrator.agents.AGENTS``; ``agent_cmd`` is any command line.
     ``agent_options`` are given to every invocation; a built-in agent accepts only the options it declares
     (``orchestrator.agents.options``), any other command whatever it is given. A ``baseline`` run is the
-    no-action reference of METRICS.md's degradation level: no agent process and no tools are started (doing
-    nothing needs neither), and it is not scored itself.
+    no-action reference of docs/metrics.md's degradation level: no agent process and no tools are started
+    (doing nothing needs neither), and it is not scored itself.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -115,7 +115,7 @@ def run_marathon(
     stop: threading.Event | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
-    """Run one marathon end to end and return its id, sealed bundle and score (METRICS.md JSON)."""
+    """Run one marathon end to end and return its id, sealed bundle and score (docs/metrics.md JSON)."""
     began = time.monotonic()
     emit = on_event or _ignore
     stop = stop or threading.Event()

@@ -1,8 +1,10 @@
-"""Offline scoring of a run bundle, to the letter of METRICS.md: pure functions, no network, no wall clock.
+"""Offline scoring of a run bundle, to the letter of docs/metrics.md: pure functions, no network, no wall
+clock.
 
 ``score_bundle(read_bundle(path), baseline)`` gives a ``Scorecard``; ``scorecard_json`` its byte-stable JSON.
 
-Decisions METRICS.md leaves open, and how they are taken here:
+Decisions the published metric definitions leave open, and how they are taken here (docs/metrics.md states
+each one in its section):
 
 Faults and windows
 - F is every ``fault_injected`` record without a ``fault_failed`` record of the same id (a failed injection
@@ -47,7 +49,7 @@ Repaired
   the intervention until the revert. No evidence means no credit.
 - MTTR runs to the first observation of that final good run, over every fault with c_f = 1. Rep is the
   plain mean of c_f (a repair of an uncorrelated fault appears in Rep and MTTR but earns no stage credit, as
-  METRICS.md's credit formula says).
+  docs/metrics.md's credit formula says).
 
 Detection
 - MTTD runs to the first report of the matched incident whose alert ids include an alert attributable to

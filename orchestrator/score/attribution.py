@@ -1,4 +1,4 @@
-"""The scored faults and the attribution of alerts to them (METRICS.md, "Inputs" and "Attribution")."""
+"""The scored faults and the attribution of alerts to them (docs/metrics.md, "Inputs" and "Attribution")."""
 
 from __future__ import annotations
 
@@ -136,7 +136,8 @@ def names_service_in(labels: Mapping[str, str], scope: frozenset[str]) -> bool:
 
 
 def is_attributable(alert: AlertRecord, fault: Fault) -> bool:
-    """METRICS.md's three conditions: started in the active window, same namespace, names a scope service."""
+    """docs/metrics.md's three conditions: started in the active window, same namespace, names a scope
+    service."""
     if not fault.inject_s <= alert.starts_at <= fault.window_end_s:
         return False
     if alert.labels.get(NAMESPACE_LABEL) != fault.namespace:

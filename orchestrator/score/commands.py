@@ -13,10 +13,10 @@ from orchestrator.score.table import render_text
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    score = subparsers.add_parser("score", help="score a run bundle (METRICS.md)")
+    score = subparsers.add_parser("score", help="score a run bundle (docs/metrics.md)")
     score.add_argument("bundle", type=Path)
     score.add_argument("--baseline", type=Path, help="no-action bundle of the same app and seed")
-    score.add_argument("--json", action="store_true", help="print the METRICS.md JSON document")
+    score.add_argument("--json", action="store_true", help="print the docs/metrics.md JSON document")
     score.set_defaults(func=_score)
 
     report = subparsers.add_parser("report", help="write a self-contained HTML report of a run bundle")

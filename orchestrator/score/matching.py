@@ -1,4 +1,4 @@
-"""Maximum one-to-one matching of faults to incidents with METRICS.md's deterministic tie-break."""
+"""Maximum one-to-one matching of faults to incidents with docs/metrics.md's deterministic tie-break."""
 
 from __future__ import annotations
 

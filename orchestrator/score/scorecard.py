@@ -1,6 +1,6 @@
-"""The scorecard of one bundle: every METRICS.md figure, and its byte-stable JSON form.
+"""The scorecard of one bundle: every docs/metrics.md figure, and its byte-stable JSON form.
 
-See the package docstring for every decision METRICS.md leaves open.
+See the package docstring for every decision the published metric definitions leave open.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def _check_baseline(bundle: Bundle, baseline: Bundle) -> None:
 
 
 def score_bundle(bundle: Bundle, baseline: Bundle | None = None) -> Scorecard:
-    """Every METRICS.md figure for ``bundle``; ``baseline`` is a no-action run of the same setup."""
+    """Every docs/metrics.md figure for ``bundle``; ``baseline`` is a no-action run of the same setup."""
     faults = scored_faults(bundle)
     attribution = attribute(latest_alerts(bundle.alerts), faults)
     final = latest_reports(bundle.incident_reports)
@@ -264,7 +264,7 @@ def _r3(value: float | None) -> float | None:
 
 
 def scorecard_json(card: Scorecard) -> str:
-    """The METRICS.md ``--json`` document: exactly its keys, 3-decimal floats, the score to 1 decimal."""
+    """The docs/metrics.md ``--json`` document: exactly its keys, 3-decimal floats, the score to 1 decimal."""
     document: dict[str, Any] = {
         "marathon_score": round(card.marathon_score, 1) + 0.0,
         "corr": _r3(card.corr),

@@ -89,7 +89,8 @@ def repair_confirmed_at(
     probes: Iterable[ProbeSample],
     artifacts: Iterable[ArtifactSample],
 ) -> float | None:
-    """Time of the observation confirming a verified repair of ``fault``, or None (METRICS.md, Rep).
+    """Time of the observation confirming a verified repair of ``fault``, or None
+    (docs/metrics.md, "Repaired (Rep)").
 
     Only successful interventions completed inside [inject, revert) that target the fault's scope count;
     only observations inside [inject, revert) count, since the revert itself restores everything.

@@ -1,7 +1,8 @@
 """Symptom probes and entry-point service measurements, read from Prometheus at a given time.
 
-A probe is a PromQL query and a healthy condition; the service measurements are the q, e, l of METRICS.md
-(request rate, failed fraction, fraction slower than 2.5 s) over the SERVER spans of the entry service.
+A probe is a PromQL query and a healthy condition; the service measurements are the q, e, l of
+docs/metrics.md (request rate, failed fraction, fraction slower than 2.5 s) over the SERVER spans of the entry
+service.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class ServiceSample:
     service: str
     q: float
     e: float
-    l: float  # noqa: E741 - the name METRICS.md gives it
+    l: float  # noqa: E741 - the name docs/metrics.md gives it
 
 
 def service_queries(*, namespace: str, service: str, window: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The oracle agent: alerts grouped as METRICS.md attributes them, full diagnoses, minimal remedies."""
+"""The oracle agent: alerts grouped as docs/metrics.md attributes them, full diagnoses, minimal remedies."""
 
 from __future__ import annotations
 

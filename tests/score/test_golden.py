@@ -84,7 +84,7 @@ def test_with_equal_credit_the_earlier_fault_takes_the_shared_incident(tmp_path:
 def test_a_fault_located_and_repaired_without_being_correlated_earns_nothing(tmp_path: Path) -> None:
     # a1 fires in namespace "other", so it is attributable to nothing: INC-1 has no edge and f1 is missed
     # (a=0) although the diagnosis is exactly right. The verified repair still shows in Rep (c=1, the plain
-    # mean of METRICS.md), but the credit gate gives 0 units: Score 0.
+    # mean of docs/metrics.md), but the credit gate gives 0 units: Score 0.
     card = score(
         tmp_path,
         [
