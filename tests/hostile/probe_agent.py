@@ -36,8 +36,12 @@ def call(tool: str, body: bytes) -> dict[str, object]:
             status, text = answer.status, answer.read()
     except urllib.error.HTTPError as exc:
         status, text = exc.code, exc.read()
-    return {"tool": tool, "status": status, "answer": text[:300].decode(errors="replace"),
-            "seconds": round(time.monotonic() - began, 3)}
+    return {
+        "tool": tool,
+        "status": status,
+        "answer": text[:300].decode(errors="replace"),
+        "seconds": round(time.monotonic() - began, 3),
+    }
 
 
 def main() -> int:
@@ -50,14 +54,28 @@ def main() -> int:
         seen["calls"] = [
             call("get_logs", json.dumps({"service": "frontend", "grep": "(.|.)*\u0000"}).encode()),
             call("get_alerts", b"[" * 100_000 + b"]" * 100_000),
-            call("incident_report", json.dumps({"incident_id": "INC-1", "artifact": "x" * 2_000_000}).encode()),
+            call(
+                "incident_report", json.dumps({"incident_id": "INC-1", "artifact": "x" * 2_000_000}).encode()
+            ),
             call("get_alerts", b"this is not json"),
             call("no_such_tool", b"{}"),
-            call("delete_resource", json.dumps({"incident_id": "INC-1", "kind": "namespace", "name": ns}).encode()),
+            call(
+                "delete_resource",
+                json.dumps({"incident_id": "INC-1", "kind": "namespace", "name": ns}).encode(),
+            ),
             call("get_resources", json.dumps({"kind": "secrets"}).encode()),
             call("get_resources", json.dumps({"kind": "pods", "namespace": "chaos-mesh"}).encode()),
-            call("scale_service", json.dumps({"incident_id": "INC-1", "service": "prometheus", "replicas": 0,
-                                              "namespace": "monitoring"}).encode()),
+            call(
+                "scale_service",
+                json.dumps(
+                    {
+                        "incident_id": "INC-1",
+                        "service": "prometheus",
+                        "replicas": 0,
+                        "namespace": "monitoring",
+                    }
+                ).encode(),
+            ),
         ]
     with open("probe.jsonl", "a", encoding="utf-8") as out:
         out.write(json.dumps(seen) + "\n")
