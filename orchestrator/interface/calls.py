@@ -96,10 +96,10 @@ class ToolCaller:
         request_limit: int = REQUEST_LIMIT,
     ) -> None:
         self.backend = backend
-        self.request_limit = request_limit
         self.recorder = recorder
         self.deadline_s = deadline_s
         self.tools = tools
+        self.request_limit = request_limit
         self.invocation = -1
         self.open = False  # whether invocation ``invocation`` is still open
         self.mutations = 0
@@ -167,6 +167,20 @@ class ToolCaller:
             return _error("rate_limited", f"more than {self.request_limit} requests in one invocation")
         return self._reject(name, kind, message, raw=raw, invocation=invocation)
 
+    def close(self) -> None:
+        """Take no more calls; journal each mutation still running past its deadline, its outcome unknown."""
+        self._record_unrecorded()
+        with self._state:
+            self._closed = True
+            pending = list(self._stragglers)
+        for job in pending:
+            with job.lock:
+                owed = not job.settled
+                job.settled = True
+            if owed and job.tool.effect == "mutate":
+                note = "unfinished when the tool server stopped: whether it took effect is unknown"
+                self._intervention(job, result="error", detail=f"{note} (invocation {job.invocation})")
+
     def _reject(
         self, name: str | None, kind: str, message: str, *, raw: Any = None, invocation: int | None = None
     ) -> Json:
@@ -183,20 +197,6 @@ class ToolCaller:
             )
         )
         return _error(kind, message)
-
-    def close(self) -> None:
-        """Take no more calls; journal each mutation still running past its deadline, its outcome unknown."""
-        self._record_unrecorded()
-        with self._state:
-            self._closed = True
-            pending = list(self._stragglers)
-        for job in pending:
-            with job.lock:
-                owed = not job.settled
-                job.settled = True
-            if owed and job.tool.effect == "mutate":
-                note = "unfinished when the tool server stopped: whether it took effect is unknown"
-                self._intervention(job, result="error", detail=f"{note} (invocation {job.invocation})")
 
     def _current(self) -> int:
         with self._state:
