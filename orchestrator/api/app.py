@@ -46,10 +46,13 @@ AUTH: Responses = {401: {"description": "missing or wrong bearer token"}}
 BEARER = HTTPBearer(auto_error=False)
 
 
-def authorised(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
-) -> None:
-    """Mutating endpoints need the bearer token; without a configured token (loopback only) anyone may."""
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
+
+
+def authorised(request: Request, credentials: Credentials) -> None:
+    """Mutating endpoints, and reads that carry a run's ground truth (its live events, its bundle; its score
+    and report until it ends), need the bearer token; without a configured token (loopback only) anyone
+    may."""
     token: str | None = request.app.state.token
     if token is None:
         return
@@ -140,9 +143,9 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
 
     @app.get(
         "/runs/{run_id}/events",
-        response_class=EventSourceResponse,
+        response_class=EventSourceResponse, dependencies=[Depends(authorised)],
         responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"},
-                   **NOT_FOUND},
+                   **AUTH, **NOT_FOUND},
     )  # fmt: skip
     async def run_events(request: Request, run_id: str) -> EventSourceResponse:
         row = await asyncio.to_thread(found, run_id)
@@ -170,28 +173,41 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
 
     @app.get(
         "/runs/{run_id}/bundle",
-        response_class=FileResponse,
+        response_class=FileResponse, dependencies=[Depends(authorised)],
         responses={200: {"content": {"application/zstd": {}}, "description": "the sealed bundle, packed"},
-                   **NOT_FOUND, 409: {"description": "the bundle is not sealed yet"}},
+                   **AUTH, **NOT_FOUND, 409: {"description": "the bundle is not sealed yet"}},
     )  # fmt: skip
     def run_bundle(run_id: str) -> FileResponse:
         row = found(run_id)
         packed = _ready(artifacts.packed_bundle, row)
         return FileResponse(packed, media_type="application/zstd", filename=f"{row.id}.bundle.tar.zst")
 
-    @app.get("/runs/{run_id}/score", responses={**NOT_FOUND, 409: {"description": "not scored yet"}})
-    def run_score(run_id: str) -> dict[str, Any]:
+    def ended(run_id: str, request: Request, credentials: HTTPAuthorizationCredentials | None) -> RunRow:
+        """The run, if it has ended or the caller holds the token: what a live run has scored or reported
+        so far would tell which faults are in the cluster. Ended runs are public, for the leaderboard."""
         row = found(run_id)
+        if row.active:
+            authorised(request, credentials)
+        return row
+
+    @app.get(
+        "/runs/{run_id}/score",
+        responses={**NOT_FOUND, 401: {"description": "the run is live and the bearer token missing or wrong"},
+                   409: {"description": "not scored yet"}},
+    )  # fmt: skip
+    def run_score(run_id: str, request: Request, credentials: Credentials) -> dict[str, Any]:
+        row = ended(run_id, request, credentials)
         if row.score is None:
             raise HTTPException(409, f"run {run_id} has no score ({row.status})")
         return row.score
 
     @app.get(
         "/runs/{run_id}/report", response_class=HTMLResponse,
-        responses={**NOT_FOUND, 409: {"description": "the bundle is not sealed yet"}},
+        responses={**NOT_FOUND, 401: {"description": "the run is live and the bearer token missing or wrong"},
+                   409: {"description": "the bundle is not sealed yet"}},
     )  # fmt: skip
-    def run_report(run_id: str) -> HTMLResponse:
-        row = found(run_id)
+    def run_report(run_id: str, request: Request, credentials: Credentials) -> HTMLResponse:
+        row = ended(run_id, request, credentials)
         return HTMLResponse(_ready(artifacts.report_html, row).read_text(encoding="utf-8"))
 
     @app.get("/leaderboard", response_model=Leaderboard)

@@ -97,8 +97,9 @@ def start_run(client: httpx.Client, **overrides: Any) -> str:
 
 
 def events(client: httpx.Client, run_id: str, *, timeout: float = 300.0) -> Iterator[dict[str, Any]]:
-    """The run's server-sent events, parsed, until the stream's ``end``."""
-    with client.stream("GET", f"/runs/{run_id}/events", timeout=timeout) as stream:
+    """The run's server-sent events (the token's to read), parsed, until the stream's ``end``."""
+    with client.stream("GET", f"/runs/{run_id}/events", headers=AUTH, timeout=timeout) as stream:
+        stream.raise_for_status()
         kind = ""
         for line in stream.iter_lines():
             if line.startswith("event:"):

@@ -1,5 +1,6 @@
-"""The dashboard in a headless Chromium: during a run its fault concurrency chart fills from the live
-event stream, and a finished run links its report."""
+"""The dashboard in a headless Chromium: without the token it says the live events need it and shows
+none; with the token its fault concurrency chart fills from the live event stream, and a finished run links
+its report."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.live import Server, start_run, wait_ended
+from tests.api.live import TOKEN, Server, start_run, wait_ended
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -28,7 +29,9 @@ def _points(page: object) -> int:
 
 @pytest.mark.slow
 @needs_chromium
-def test_the_dashboard_draws_the_live_concurrency_chart_and_links_the_report(tmp_path: Path) -> None:
+def test_the_dashboard_asks_for_the_token_then_draws_the_live_concurrency_chart_and_links_the_report(
+    tmp_path: Path,
+) -> None:
     from playwright.sync_api import sync_playwright
 
     live = Server(data=tmp_path / "control").start()
@@ -41,6 +44,20 @@ def test_the_dashboard_draws_the_live_concurrency_chart_and_links_the_report(tmp
                 page.goto(f"{live.url}/")
                 page.wait_for_selector(f"tr[data-run='{run_id}']", timeout=30_000)
                 assert page.text_content("#live-id") == run_id  # the live run is followed by itself
+                page.wait_for_selector("#live[data-locked='true']", timeout=30_000)
+                assert "enter the control plane's token" in (page.text_content("#live-log") or "")
+                assert _points(page) == 0  # nothing of the run's events reached the page
+                page.fill("#token", "not-the-token")
+                page.click("#token-form button")
+                page.wait_for_function(
+                    "document.querySelector('#live-log').textContent.includes('refused this token')",
+                    timeout=30_000,
+                )
+                assert _points(page) == 0
+                page.fill("#token", TOKEN)
+                page.click("#token-form button")
+                page.wait_for_selector("#live[data-locked='false']", timeout=30_000)
+                assert page.text_content("#token-state") == "token set for this tab"
                 page.wait_for_function(
                     "document.querySelector('#chart-concurrency').dataset.points >= 2", timeout=120_000
                 )

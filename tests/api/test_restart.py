@@ -81,7 +81,8 @@ def test_a_run_of_a_killed_server_is_interrupted_on_restart_and_leaves_no_fault(
             assert "settled" in view["recovery"] and "bundle sealed" in view["recovery"]
             replayed = [e["type"] for e in events(client, run_id, timeout=30)]
             assert replayed[0] == "started" and replayed[-1] == "interrupted"
-            bundle = unpack(client.get(f"/runs/{run_id}/bundle").content, tmp_path / "unpacked")
+            packed = client.get(f"/runs/{run_id}/bundle", headers=AUTH).content
+            bundle = unpack(packed, tmp_path / "unpacked")
             assert verify_bundle(bundle).ok
         assert pending_in_ledger(ledger) == []
     finally:

@@ -36,14 +36,15 @@ def test_a_short_twin_run_streams_its_events_and_its_bundle_scores_as_marathon_s
         view = client.get(f"/runs/{run_id}").json()
         assert view["status"] == "finished" and view["invocations"] == 10
         assert view["active_faults"] == []
-        response = client.get(f"/runs/{run_id}/bundle")
+        assert client.get(f"/runs/{run_id}/bundle").status_code == 401  # ground truth, even once ended
+        response = client.get(f"/runs/{run_id}/bundle", headers=AUTH)
         assert response.status_code == 200
         bundle = unpack(response.content, tmp_path / "unpacked")
         verification = verify_bundle(bundle)
         assert verification.ok, verification.findings
         assert unreverted(bundle) == []
 
-        served = client.get(f"/runs/{run_id}/score").json()
+        served = client.get(f"/runs/{run_id}/score").json()  # an ended run's score is public
         scored = subprocess.run(
             [sys.executable, "-m", "orchestrator.cli", "score", str(bundle), "--json"],
             capture_output=True, text=True, check=True,
@@ -80,7 +81,7 @@ def test_stopping_a_run_midway_reverts_every_fault_and_seals_a_verifiable_bundle
         assert client.post(f"/runs/{run_id}/stop", headers=AUTH).json()["status"] == "stopped"
         assert client.get(f"/runs/{run_id}/score").json()["faults"] == view["injections"]  # scored as well
 
-        bundle = unpack(client.get(f"/runs/{run_id}/bundle").content, tmp_path / "unpacked")
+        bundle = unpack(client.get(f"/runs/{run_id}/bundle", headers=AUTH).content, tmp_path / "unpacked")
         assert verify_bundle(bundle).ok
         assert unreverted(bundle) == []
     assert pending_in_ledger(server.data / "runs" / run_id / "run" / "faults.ledger.jsonl") == []
@@ -121,9 +122,11 @@ def test_mutations_need_the_token_and_unknown_runs_are_404(server: Server) -> No
         assert client.post("/runs", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
         assert client.post("/runs/nope/stop").status_code == 401
         assert client.post("/runs/nope/stop", headers=AUTH).status_code == 404
+        for path in ("/runs/nope/events", "/runs/nope/bundle"):
+            assert client.get(path).status_code == 401, path  # not even whether the run exists
         for path in ("/runs/nope", "/runs/nope/events", "/runs/nope/bundle", "/runs/nope/score",
                      "/runs/nope/report"):  # fmt: skip
-            assert client.get(path).status_code == 404, path
+            assert client.get(path, headers=AUTH).status_code == 404, path
         assert client.get("/healthz").json()["status"] == "ok"
 
 
@@ -154,3 +157,47 @@ def test_the_events_of_a_run_another_process_follows_are_streamed_from_its_file(
     reader.join(timeout=30)
     assert not reader.is_alive()
     assert received == ["started", "injected", "finished"]
+
+
+@pytest.mark.slow
+def test_a_live_runs_events_bundle_score_and_report_need_the_token_and_only_its_end_opens_score_and_report(
+    server: Server,
+) -> None:
+    registry = Registry(f"sqlite:///{server.data / 'registry.sqlite'}")
+    home = server.data / "runs" / "secretive"
+    home.mkdir(parents=True)
+    fields = {"id": "secretive", "app": "online-boutique", "seed": 1, "agent": "noop", "backend": "twin",
+              "clock": "stepped", "target": "twin:secretive", "source": "nightly", "config_json": {},
+              "home": home, "created_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    registry.create(fields=fields)
+    registry.update("secretive", status="running")
+    log = EventLog(home=home)
+    log.append({"type": "started"})
+    log.append({"type": "injected", "fault_id": "f000", "catalog_id": "ob-cart-redis-port",
+                "target": "deployment/cartservice", "t": 120.0})  # fmt: skip
+    token = AUTH["Authorization"].removeprefix("Bearer ")
+    strangers = [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}]
+    base = "/runs/secretive"
+    with server.client() as client:
+        for headers in strangers:
+            for path in ("events", "bundle", "score", "report"):
+                refused = client.get(f"{base}/{path}", headers=headers)
+                assert refused.status_code == 401, (path, headers)
+                assert "ob-cart-redis-port" not in refused.text
+        assert client.get(f"{base}/score", headers=AUTH).status_code == 409  # let in: not scored yet
+        assert client.get(f"{base}/report", headers=AUTH).status_code == 409
+        assert client.get(f"{base}/bundle", headers=AUTH).status_code == 409
+        with client.stream("GET", f"{base}/events", headers=AUTH, timeout=30) as stream:
+            data = (line for line in stream.iter_lines() if line.startswith("data:"))
+            injected = next(json.loads(line[5:]) for line in data if "injected" in line)
+        assert injected["catalog_id"] == "ob-cart-redis-port"
+        assert client.get(base).json()["status"] == "running"  # the run's row itself is public
+
+        log.append({"type": "finished", "status": "finished"})
+        registry.update("secretive", status="finished", score={"marathon_score": 50.0})
+        assert client.get(f"{base}/score").json() == {"marathon_score": 50.0}
+        assert client.get(f"{base}/report").status_code == 404  # public now; this run left no bundle
+        for headers in strangers:
+            assert client.get(f"{base}/events", headers=headers).status_code == 401
+            assert client.get(f"{base}/bundle", headers=headers).status_code == 401
+

@@ -1,11 +1,27 @@
 // The marathon dashboard: the run list, and for the selected run live charts fed by its event stream.
+// A run's live events carry ground truth (which fault, where), so the control plane serves them to holders
+// of its bearer token only: the page asks for the token, keeps it for this tab, and sends it as a header.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
 const W = 400, H = 150, PAD = 22;
+const TOKEN_KEY = "marathon-token";
+const RETRY_MS = 2000;
 let selected = null;
-let source = null;
+let following = null;
 let series = null;
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+function authHeaders() {
+  return token() ? { Authorization: `Bearer ${token()}` } : {};
+}
+
+function showTokenState() {
+  document.getElementById("token-state").textContent = token() ? "token set for this tab" : "no token";
+}
 
 function fresh() {
   return { concurrency: [], firing: [], newAlerts: [], pendingAlerts: 0, errors: [], invocations: [], end: 0 };
@@ -105,19 +121,89 @@ function handle(type, event) {
 const TYPES = ["concurrency", "alert", "service", "invocation", "boundary", "injected", "reverted",
   "failed", "finished", "interrupted", "ended", "started", "stopping"];
 
-function select(id) {
-  if (selected === id) return;
-  if (source) source.close();
+function dispatch(block, state) {
+  // One server-sent event: "field: value" lines; comments (": ping") start with a colon.
+  let type = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line === "" || line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "event") type = value;
+    else if (field === "data") data.push(value);
+    else if (field === "id") state.lastId = value;
+  }
+  if (type === "end") {
+    state.ended = true;
+  } else if (TYPES.includes(type) && data.length) {
+    handle(type, JSON.parse(data.join("\n")));
+  }
+}
+
+async function follow(id, state) {
+  // EventSource cannot send a header, so the stream is read with fetch; it resumes after the last event
+  // seen (Last-Event-ID) when the connection drops before the run's end.
+  while (!state.ended && !state.abort.signal.aborted) {
+    const headers = authHeaders();
+    if (state.lastId !== null) headers["Last-Event-ID"] = state.lastId;
+    let response;
+    try {
+      response = await fetch(`/runs/${encodeURIComponent(id)}/events`, { headers, signal: state.abort.signal });
+    } catch (error) {
+      if (state.abort.signal.aborted) return;
+      await new Promise(resolve => setTimeout(resolve, RETRY_MS));
+      continue;
+    }
+    if (response.status === 401) {
+      document.getElementById("live-log").textContent = token()
+        ? "The control plane refused this token: live events need the right one (enter it above)."
+        : "Live events carry ground truth: enter the control plane's token above to follow this run.";
+      document.getElementById("live").dataset.locked = "true";
+      return;
+    }
+    if (!response.ok) {
+      document.getElementById("live-log").textContent = `the event stream answered ${response.status}`;
+      return;
+    }
+    document.getElementById("live").dataset.locked = "false";
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let raw = "", text = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        raw += decoder.decode(value, { stream: true });
+        // A CR at the very end may be the first half of a CRLF: keep it for the next chunk.
+        const cut = raw.endsWith("\r") ? raw.length - 1 : raw.length;
+        text += raw.slice(0, cut).replace(/\r\n?/g, "\n");
+        raw = raw.slice(cut);
+        let at;
+        while ((at = text.indexOf("\n\n")) >= 0) {
+          dispatch(text.slice(0, at), state);
+          text = text.slice(at + 2);
+          if (state.ended) return;
+        }
+      }
+    } catch (error) {
+      if (state.abort.signal.aborted) return;
+    }
+    if (!state.ended) await new Promise(resolve => setTimeout(resolve, RETRY_MS));
+  }
+}
+
+function select(id, again) {
+  if (selected === id && !again) return;
+  if (following) following.abort.abort();
   selected = id;
   series = fresh();
   document.getElementById("live-id").textContent = id;
   document.getElementById("live-status").textContent = "";
+  document.getElementById("live-log").textContent = "";
   draw();
-  source = new EventSource(`/runs/${encodeURIComponent(id)}/events`);
-  for (const type of TYPES) {
-    source.addEventListener(type, message => handle(type, JSON.parse(message.data)));
-  }
-  source.addEventListener("end", () => { source.close(); source = null; });
+  following = { abort: new AbortController(), lastId: null, ended: false };
+  follow(id, following);
   refreshRuns();
 }
 
@@ -189,6 +275,17 @@ async function refreshLeaderboard() {
   }
 }
 
+document.getElementById("token-form").addEventListener("submit", event => {
+  event.preventDefault();
+  const input = document.getElementById("token");
+  if (input.value) sessionStorage.setItem(TOKEN_KEY, input.value);
+  else sessionStorage.removeItem(TOKEN_KEY);
+  input.value = "";
+  showTokenState();
+  if (selected !== null) select(selected, true);
+});
+
+showTokenState();
 refreshRuns();
 refreshLeaderboard();
 setInterval(refreshRuns, 2000);
