@@ -4,6 +4,7 @@ thread that keeps the registry, the metrics and the live event log up to date.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import threading
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator.api.events import EventLog, ServiceTail
 from orchestrator.api.metrics import Metrics
@@ -19,13 +21,16 @@ from orchestrator.api.models import RunRequest
 from orchestrator.api.recovery import RUN_DIR, owned_elsewhere, recover_run
 from orchestrator.api.registry import Registry, RunRow
 from orchestrator.api.workers import Worker, start_worker
-from orchestrator.errors import Problem
+from orchestrator.cluster.client import KubeClient
+from orchestrator.errors import ClusterError, ConfigError, Problem
 from orchestrator.run.config import RunConfig, make_config
 from orchestrator.run.finishing import BUNDLE_DIR
 from orchestrator.run.plan import make_plan
 from orchestrator.run.runner import preflight
 
 POLL_S = 0.5
+IDENTITY_TIMEOUT_S = 10.0
+TARGET_LIMIT = 512  # the registry's target column
 SCHEDULE_FIELDS = {
     "faults": "faults", "delta_s": "delta_s", "budget_s": "budget_s",
     "injection_period_s": "injection_period_s", "observation_period_s": "observation_period_s",
@@ -68,10 +73,36 @@ def request_field(problem_field: str) -> list[str]:
     return ["body", head]
 
 
+def kube_target(*, server: str, uid: str) -> str:
+    """The registry's name of a real cluster (no side effects): its API server's URL and its kube-system
+    namespace's uid. Every copy of a kubeconfig names the cluster it reaches, not the file; a cluster
+    re-created behind the same URL is another one."""
+    parts = urlsplit(server.strip())
+    url = urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), "", ""))
+    name = f"kube:{uid}@{url}"
+    if len(name) <= TARGET_LIMIT:
+        return name
+    return f"kube:{uid}@sha256:{hashlib.sha256(url.encode()).hexdigest()}"
+
+
+def cluster_target(kubeconfig: Path) -> str:
+    """Ask the cluster ``kubeconfig`` reaches who it is; ``ConfigError`` on the request's kubeconfig field
+    when it cannot tell."""
+    try:
+        client = KubeClient.from_kubeconfig(kubeconfig)
+        try:
+            return kube_target(server=client.server, uid=client.system_uid(timeout_s=IDENTITY_TIMEOUT_S))
+        finally:
+            client.close()
+    except ClusterError as exc:
+        problem = Problem("request", None, "kubeconfig", str(kubeconfig), f"cannot tell which cluster: {exc}")
+        raise ConfigError("the kubeconfig's cluster cannot be identified", [problem]) from exc
+
+
 def target_of(config: RunConfig, run_id: str) -> str:
-    """The cluster a run mutates: a real cluster by its kubeconfig; each twin run has its own twin."""
+    """The cluster a run mutates: a real cluster by its identity (asked of it); each twin run has its own."""
     if config.backend == "kube" and config.kubeconfig is not None:
-        return f"kube:{config.kubeconfig.resolve()}"
+        return cluster_target(config.kubeconfig)
     return f"twin:{run_id}"
 
 
@@ -132,6 +163,7 @@ class RunManager:
         config = config_for(request, home=home, runs_root=self.runs_root)
         preflight(config)
         make_plan(config)  # catalog and schedule problems are the request's, answered before any start
+        target = target_of(config, run_id)
         with self._lock:
             if self.closing:
                 raise TooManyRuns("the server is shutting down")
@@ -141,7 +173,7 @@ class RunManager:
             row = self.registry.create(
                 fields={
                     "id": run_id, "app": config.app, "seed": config.seed, "agent": config.agent_name,
-                    "backend": config.backend, "clock": config.clock, "target": target_of(config, run_id),
+                    "backend": config.backend, "clock": config.clock, "target": target,
                     "source": source, "config_json": config.model_dump(mode="json"), "home": home,
                     "created_at": wall_now(), "owner_pid": os.getpid(),
                 }

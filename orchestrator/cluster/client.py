@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -76,6 +77,17 @@ class KubeClient:
         host: str = self.api.configuration.host
         return host
 
+    def system_uid(self, *, timeout_s: float = 10.0) -> str:
+        """The kube-system namespace's uid: with the server's URL, what tells one cluster from another
+        (kube-system is created with the cluster and may never be deleted)."""
+        found = self._call(
+            "read namespace kube-system", self.core.read_namespace, "kube-system", _request_timeout=timeout_s
+        )
+        uid = getattr(found.metadata, "uid", None)
+        if not uid:
+            raise ClusterError("read namespace kube-system: it has no uid")
+        return str(uid)
+
     def requests_options(self, url: str) -> dict[str, Any]:
         """``requests`` keyword arguments that reach ``url`` as this client reaches the API server (its CA,
         its bearer token) when the API server itself serves it, as the twin serves its trace queries; none
@@ -102,7 +114,7 @@ class KubeClient:
             if exc.status == 404:
                 raise NotFound(f"{what}: not found") from exc
             raise ClusterError(f"{what}: {exc.status} {exc.reason}: {(exc.body or '')[:300]}") from exc
-        except OSError as exc:  # urllib3 connection errors derive from OSError
+        except (OSError, urllib3.exceptions.HTTPError) as exc:  # refused, reset, TLS, retries exhausted
             raise ClusterError(f"{what}: cannot reach the API server: {exc}") from exc
 
     def read(self, ref: ObjectRef) -> Json:

@@ -29,7 +29,15 @@ from orchestrator.api.nightly import (
 )
 from orchestrator.api.recovery import settle_ledger
 from orchestrator.api.registry import Registry, RunRow, TargetBusy
-from orchestrator.api.runs import RunManager, TooManyRuns, config_for, config_problems, request_field
+from orchestrator.api.runs import (
+    TARGET_LIMIT,
+    RunManager,
+    TooManyRuns,
+    config_for,
+    config_problems,
+    kube_target,
+    request_field,
+)
 from orchestrator.cli import main
 from orchestrator.cluster import ledger
 from orchestrator.cluster.mechanisms import Handle
@@ -277,3 +285,14 @@ def test_a_stopped_matrix_and_a_closing_server_start_no_run(tmp_path: Path) -> N
 def test_an_unusable_registry_url_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match="not-a-database"):
         Registry("not-a-database://x")
+
+
+def test_a_real_cluster_is_named_by_its_server_and_kube_system_uid_not_by_a_kubeconfig_path() -> None:
+    uid = "3f9c2a2e-8d1b-4c47-9a51-2b7f0d6c1e10"
+    named = kube_target(server="https://10.0.0.5:6443", uid=uid)
+    assert named == f"kube:{uid}@https://10.0.0.5:6443"
+    assert kube_target(server="HTTPS://10.0.0.5:6443/", uid=uid) == named  # one server, spelled twice
+    assert kube_target(server="https://10.0.0.5:6443", uid=uid.replace("3f", "40")) != named  # re-created
+    assert kube_target(server="https://10.0.0.6:6443", uid=uid) != named
+    long = kube_target(server="https://" + "a" * 600 + ".example:6443", uid=uid)
+    assert len(long) <= TARGET_LIMIT and long.startswith(f"kube:{uid}@sha256:")

@@ -4,10 +4,13 @@ event stream, a run stopped mid-way, and the answers to bad, unauthorised and un
 from __future__ import annotations
 
 import json
+import shutil
+import socket
 import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,11 @@ import pytest
 from orchestrator.api.events import EventLog
 from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
+from orchestrator.cluster.client import KubeClient
+from orchestrator.twin.certificates import issue
+from orchestrator.twin.kubeconfig import Credentials, write_kubeconfig
 from tests.api.bundles import pending_in_ledger, unpack, unreverted
+from tests.api.cluster import separate_cluster
 from tests.api.live import AUTH, Server, events, start_run, wait_ended
 
 
@@ -201,3 +208,51 @@ def test_a_live_runs_events_bundle_score_and_report_need_the_token_and_only_its_
             assert client.get(f"{base}/events", headers=headers).status_code == 401
             assert client.get(f"{base}/bundle", headers=headers).status_code == 401
 
+
+@pytest.mark.slow
+def test_a_copied_kubeconfig_of_a_cluster_with_a_live_run_cannot_start_a_second_run_there(
+    server: Server, tmp_path: Path
+) -> None:
+    schedule = {"faults": 1, "delta_s": 5, "budget_s": 1, "injection_period_s": 3600,
+                "observation_period_s": 600}  # fmt: skip
+    with separate_cluster(tmp_path / "cluster") as cluster, server.client() as client:
+        body = {"backend": "kube", "kubeconfig": str(cluster.kubeconfig), "seed": 3,
+                "prometheus_url": cluster.prometheus_url, "schedule": schedule}  # fmt: skip
+        run_id = start_run(client, **body)
+        try:
+            copied = tmp_path / "elsewhere" / "copy-of-kubeconfig"
+            copied.parent.mkdir()
+            shutil.copy(cluster.kubeconfig, copied)
+            again = client.post(
+                "/runs", json={"app": "online-boutique", "agent": "noop", **body, "kubeconfig": str(copied)},
+                headers=AUTH,
+            )
+            assert again.status_code == 409 and run_id in again.json()["detail"]
+            row = Registry(f"sqlite:///{server.data / 'registry.sqlite'}").get(run_id)
+            assert row is not None
+            kube = KubeClient.from_kubeconfig(copied)
+            try:
+                assert row.target == f"kube:{kube.system_uid()}@{cluster.url}"
+            finally:
+                kube.close()
+        finally:
+            client.post(f"/runs/{run_id}/stop", headers=AUTH)
+            wait_ended(client, run_id)
+
+
+@pytest.mark.slow
+def test_a_kubeconfig_whose_cluster_does_not_answer_is_a_422_on_the_kubeconfig_field(
+    server: Server, tmp_path: Path
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    authority = issue(now=datetime.now(UTC)).ca_pem
+    credentials = Credentials(server=f"https://127.0.0.1:{port}", token="t", ca_pem=authority)
+    kubeconfig = write_kubeconfig(tmp_path / "gone", credentials)
+    body = {"app": "online-boutique", "seed": 1, "agent": "noop", "backend": "kube",
+            "kubeconfig": str(kubeconfig), "prometheus_url": "http://127.0.0.1:9"}  # fmt: skip
+    with server.client() as client:
+        answer = client.post("/runs", json=body, headers=AUTH)
+    assert answer.status_code == 422, answer.text
+    assert ["body", "kubeconfig"] in [problem["loc"] for problem in answer.json()["detail"]]
