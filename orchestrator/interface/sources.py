@@ -1,37 +1,36 @@
 """The deployed source of each service, agent patches to it, and the images built from them.
 
-Each service has a base snapshot built deterministically from the catalog's code-fault entries for it:
-every file an entry changes, holding every ``before`` snippet of that file under a header. A fault build
-(an image tag of a code-fault entry) is the same snapshot with that entry's ``before`` replaced by its
-``after``, and a changelog line from its release note, as an ordinary release would carry.
+Each service's base snapshot is the source tree ``codebase`` generates for it from the topology: a module
+per endpoint, per dependency and per background job, its configuration loading, main module and build files.
+The ``before`` code of every catalog code fault of the service stands in the module its ``file`` names (or
+the module of that file name), placed as any code of its kind would be. A fault build (an image tag of a
+code-fault entry) is the same snapshot with that ``before`` replaced by its ``after``, and a changelog line
+from its release note, as an ordinary release would carry.
 
 ``SourceStore`` keeps the patches and builds of one run in memory. A build behaves as the service's base
 version when its file no longer contains the defect (``after``) and does contain the original code
-(``before``); otherwise it behaves as the fault build it was derived from. ``registry_configmap`` is the
-object that publishes a build to the cluster's image registry: one ConfigMap per build in the namespace
-``marathon-registry`` (hidden from agents), with data ``service``, ``tag``, ``image`` (the reference
-``submit_patch`` sets), ``behaves-as`` (the base tag when the patch repairs the defect, else the fault build's
-tag it was derived from) and ``derived-from``. The twin runs ``image`` as the build ``behaves-as`` names.
+(``before``), compared line by line without indentation; otherwise it behaves as the fault build it was
+derived from. ``registry_configmap`` is the object that publishes a build to the cluster's image registry:
+one ConfigMap per build in the namespace ``marathon-registry`` (hidden from agents), with data ``service``,
+``tag``, ``image`` (the reference ``submit_patch`` sets), ``behaves-as`` (the base tag when the patch repairs
+the defect, else the fault build's tag it was derived from) and ``derived-from``. The twin runs ``image`` as
+the build ``behaves-as`` names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 from orchestrator.catalog.faults import CodeFault
 from orchestrator.catalog.topology import Topology
 from orchestrator.errors import InputError
+from orchestrator.interface.codebase import Code, Conventions, Site, Tree, codebase
 from orchestrator.interface.diffs import apply_diff
 
 REGISTRY_NAMESPACE = "marathon-registry"
 CHANGELOG = "CHANGELOG.md"
-_COMMENT = {
-    ".go": "//", ".java": "//", ".cs": "//", ".js": "//", ".ts": "//", ".kt": "//", ".rs": "//",
-    ".cpp": "//", ".php": "//", ".py": "#", ".rb": "#", ".ex": "#", ".sh": "#", ".yaml": "#",
-}  # fmt: skip
 
 
 class SourceError(InputError):
@@ -44,14 +43,6 @@ def split_image(image: str) -> tuple[str, str]:
     head, _, last = ref.rpartition("/")
     name, _, tag = last.partition(":")
     return (f"{head}/{name}" if head else name), tag or "latest"
-
-
-def _header(path: str, service: str) -> str:
-    suffix = PurePosixPath(path).suffix
-    if suffix in (".html", ".xml"):
-        return f"<!-- {service}: {path} -->\n"
-    marker = _COMMENT.get(suffix, "#")
-    return f"{marker} {service}: {path}\n{marker} The deployed source: the code paths this service runs.\n"
 
 
 @dataclass(frozen=True)
@@ -90,13 +81,19 @@ class SourceStore:
 
     topology: Topology
     faults: tuple[CodeFault, ...]
+    conventions: Conventions
     patches: dict[str, Patch] = field(default_factory=dict)
     builds: dict[tuple[str, str], Build] = field(default_factory=dict)
     _counts: dict[str, int] = field(default_factory=dict)
+    _trees: dict[str, Tree] = field(default_factory=dict)
 
     @classmethod
     def of(cls, topology: Topology, faults: Iterable[object]) -> SourceStore:
-        return cls(topology=topology, faults=tuple(f for f in faults if isinstance(f, CodeFault)))
+        names = set(topology.service_names)
+        chosen = tuple(f for f in faults if isinstance(f, CodeFault) and f.target in names)
+        return cls(
+            topology=topology, faults=chosen, conventions=Conventions.infer([_code(f) for f in chosen])
+        )
 
     def base_tag(self, service: str) -> str:
         return split_image(self.topology.service(service).image)[1]
@@ -104,17 +101,20 @@ class SourceStore:
     def _faults_of(self, service: str) -> list[CodeFault]:
         return [f for f in self.faults if f.target == service]
 
+    def tree(self, service: str) -> Tree:
+        """The generated source of ``service`` with its faults' original code in place (cached)."""
+        if service not in self._trees:
+            codes = [_code(f) for f in self._faults_of(service)]
+            self._trees[service] = codebase(self.topology, service, self.conventions, codes)
+        return self._trees[service]
+
+    def site(self, fault: CodeFault) -> Site:
+        """Where the code ``fault`` changes stands in its service's source."""
+        return self.tree(fault.target).sites[fault.id]
+
     def base_files(self, service: str) -> dict[str, str]:
-        """The base snapshot of ``service`` (no side effects): one file per changed path, plus a changelog."""
-        snippets: dict[str, list[str]] = {}
-        for fault in self._faults_of(service):
-            change = fault.inject.source
-            if change.before not in snippets.setdefault(change.file, []):
-                snippets[change.file].append(change.before)
-        files = {
-            path: _header(path, service) + "\n" + "\n".join(s.rstrip("\n") + "\n" for s in parts)
-            for path, parts in sorted(snippets.items())
-        }
+        """The base snapshot of ``service``: its generated source tree, plus a changelog."""
+        files = dict(self.tree(service).files)
         files[CHANGELOG] = f"# {service}\n\n- {self.base_tag(service)}: current release\n"
         return files
 
@@ -129,9 +129,11 @@ class SourceStore:
             return Snapshot(service, tag, base, None)
         for fault in self._faults_of(service):
             if fault.inject.image_tag == tag:
-                change = fault.inject.source
+                site = self.site(fault)
                 files = dict(base)
-                files[change.file] = files[change.file].replace(change.before, change.after, 1)
+                files[site.path] = files[site.path].replace(
+                    site.text, site.spelled(fault.inject.source.after), 1
+                )
                 files[CHANGELOG] = (
                     f"# {service}\n\n- {tag}: {fault.inject.release_note}\n"
                     f"- {self.base_tag(service)}: previous release\n"
@@ -161,7 +163,7 @@ class SourceStore:
         self._counts[service] = count
         tag = f"{patch.derived_from}-p{count}"
         repository = split_image(image)[0]
-        fixes = patch.fault is not None and _repairs(patch.files, patch.fault)
+        fixes = patch.fault is not None and _repairs(patch.files, self.site(patch.fault), patch.fault)
         if patch.fault is None or fixes:
             behaves_as, fault = self.base_tag(service), None
         else:
@@ -179,9 +181,20 @@ class SourceStore:
         return build if build is not None and split_image(build.image)[0] == repository else None
 
 
-def _repairs(files: dict[str, str], fault: CodeFault) -> bool:
-    text = files.get(fault.inject.source.file, "")
-    return fault.inject.source.after not in text and fault.inject.source.before in text
+def _code(fault: CodeFault) -> Code:
+    return Code(fault.id, fault.target, fault.inject.source.file, fault.inject.source.before)
+
+
+def _repairs(files: dict[str, str], site: Site, fault: CodeFault) -> bool:
+    text = files.get(site.path, "")
+    return _contains(text, site.text) and not _contains(text, fault.inject.source.after)
+
+
+def _contains(text: str, code: str) -> bool:
+    """Whether ``code`` stands in ``text``, line by line, whatever the indentation (no side effects)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    wanted = [line.strip() for line in code.splitlines() if line.strip()]
+    return any(lines[i : i + len(wanted)] == wanted for i in range(len(lines) - len(wanted) + 1))
 
 
 def registry_name(service: str, tag: str) -> str:

@@ -138,9 +138,9 @@ def test_get_config_shows_env_resources_ports_and_probes(shared_ob: World) -> No
 def test_list_and_read_source_show_the_deployed_version(shared_ob: World) -> None:
     listing = _ok(shared_ob.caller(), "list_source", service="cartservice")
     assert listing["version"] == "v0.10.6"
-    path = next(f["path"] for f in listing["files"] if f["path"].endswith(".cs"))
+    path = next(f["path"] for f in listing["files"] if f["path"].endswith("/services/CartService.cs"))
     content = _ok(shared_ob.caller(), "read_source", service="cartservice", path=path)["content"]
-    assert "Hipstershop.Cart" in content
+    assert "Hipstershop.CartService.CartServiceBase" in content
     missing = shared_ob.caller().call("read_source", {"service": "cartservice", "path": "nope.cs"})
     assert missing["error"]["type"] == "SourceError"
 

@@ -42,13 +42,15 @@ def test_a_repair_of_a_code_fault_builds_an_image_the_registry_says_behaves_as_t
     fault = _fault()
     _release_fault_build(ob, fault)
     caller = ob.caller(5)
-    path = fault.inject.source.file
+    site = ob.backend.sources.site(fault)
+    path = site.path
     listing = _result(caller.call("list_source", {"service": SERVICE}))
     assert listing["version"] == fault.inject.image_tag
+    assert path in [f["path"] for f in listing["files"]]
     deployed = _result(caller.call("read_source", {"service": SERVICE, "path": path}))["content"]
-    assert fault.inject.source.after in deployed
+    assert site.spelled(fault.inject.source.after) in deployed
 
-    repaired = deployed.replace(fault.inject.source.after, fault.inject.source.before)
+    repaired = deployed.replace(site.spelled(fault.inject.source.after), site.text)
     diff = "".join(
         difflib.unified_diff(
             deployed.splitlines(keepends=True), repaired.splitlines(keepends=True), f"a/{path}", f"b/{path}"

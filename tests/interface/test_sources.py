@@ -67,19 +67,21 @@ def test_text_without_hunks_is_not_a_diff() -> None:
 def test_the_base_snapshot_holds_every_before_snippet_and_no_after_snippet() -> None:
     store = _store()
     fault = _fault("cartservice")
+    site = store.site(fault)
     files = store.base_files("cartservice")
-    text = files[fault.inject.source.file]
-    assert fault.inject.source.before in text
-    assert fault.inject.source.after not in text
-    assert text.startswith("// cartservice: ")
+    assert site.path == fault.inject.source.file
+    assert site.text in files[site.path]
+    assert site.spelled(fault.inject.source.after) not in files[site.path]
     assert store.base_files("cartservice") == files  # deterministic
 
 
 def test_a_fault_build_shows_the_after_snippet_and_its_release_note() -> None:
     store = _store()
     fault = _fault("cartservice")
+    site = store.site(fault)
     snapshot = store.snapshot("cartservice", f"registry.example/cartservice:{fault.inject.image_tag}")
-    assert fault.inject.source.after in snapshot.files[fault.inject.source.file]
+    assert site.spelled(fault.inject.source.after) in snapshot.files[site.path]
+    assert site.text not in snapshot.files[site.path]
     assert fault.inject.release_note in snapshot.files[CHANGELOG]
     assert snapshot.fault == fault
 
@@ -93,9 +95,10 @@ def test_a_patch_restoring_the_before_snippet_builds_an_image_that_behaves_as_th
     store = _store()
     fault = _fault("cartservice")
     image = f"registry.example/cartservice:{fault.inject.image_tag}"
-    path = fault.inject.source.file
+    site = store.site(fault)
+    path = site.path
     deployed = store.snapshot("cartservice", image).files[path]
-    repaired = deployed.replace(fault.inject.source.after, fault.inject.source.before)
+    repaired = deployed.replace(site.spelled(fault.inject.source.after), site.text)
     patch = store.propose(service="cartservice", image=image, path=path, diff=_diff(deployed, repaired, path))
     build = store.build(service="cartservice", patch_id=patch.patch_id, image=image)
     assert build.fixes
@@ -113,7 +116,7 @@ def test_a_patch_that_leaves_the_defect_behaves_as_the_fault_build() -> None:
     store = _store()
     fault = _fault("cartservice")
     image = f"cartservice:{fault.inject.image_tag}"
-    path = fault.inject.source.file
+    path = store.site(fault).path
     deployed = store.snapshot("cartservice", image).files[path]
     cosmetic = deployed + "// reviewed\n"
     patch = store.propose(service="cartservice", image=image, path=path, diff=_diff(deployed, cosmetic, path))
@@ -134,8 +137,33 @@ def test_every_code_fault_of_every_app_has_a_base_and_a_fault_snapshot(app: str)
     faults = [e for e in catalog.entries if isinstance(e, CodeFault)]
     assert faults
     for fault in faults:
-        change = fault.inject.source
-        assert change.before in store.base_files(fault.target)[change.file], fault.id
+        site = store.site(fault)
+        assert site.text in store.base_files(fault.target)[site.path], fault.id
         snapshot = store.snapshot(fault.target, f"registry.example/x:{fault.inject.image_tag}")
-        assert change.after in snapshot.files[change.file], fault.id
+        assert site.spelled(fault.inject.source.after) in snapshot.files[site.path], fault.id
         assert snapshot.fault is not None and snapshot.fault.id == fault.id
+
+
+def test_a_fault_site_lives_at_its_catalog_path_or_in_the_module_of_the_same_file_name() -> None:
+    for app in ("online-boutique", "train-ticket", "astronomy-shop"):
+        catalog = load_catalog(app)
+        store = SourceStore.of(load_topology(app), catalog.entries)
+        for fault in (e for e in catalog.entries if isinstance(e, CodeFault)):
+            path = store.site(fault).path
+            assert path == fault.inject.source.file or (
+                path.rsplit("/", 1)[1] == fault.inject.source.file.rsplit("/", 1)[1]
+                and path.startswith(fault.inject.source.file.split("/src/")[0])
+            ), fault.id
+
+
+def test_a_repair_that_reindents_the_original_code_still_repairs() -> None:
+    store = _store()
+    fault = _fault("checkoutservice")
+    image = f"checkoutservice:{fault.inject.image_tag}"
+    site = store.site(fault)
+    deployed = store.snapshot("checkoutservice", image).files[site.path]
+    flush_left = deployed.replace(site.spelled(fault.inject.source.after), fault.inject.source.before)
+    assert flush_left != deployed
+    diff = _diff(deployed, flush_left, site.path)
+    patch = store.propose(service="checkoutservice", image=image, path=site.path, diff=diff)
+    assert store.build(service="checkoutservice", patch_id=patch.patch_id, image=image).fixes
