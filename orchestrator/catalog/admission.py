@@ -3,7 +3,7 @@ verdict, and the checks that keep the committed records in step with the catalog
 
 ``fault_catalog/<app>/admission.json`` holds one record per entry, keyed by the entry's content hash: an
 entry edited after its admission is stale and must be admitted again. Everything here is pure (reading a
-file at most); the admission runner that drives the twin lives in ``orchestrator.cluster.admission``.
+file at most); the admission runner that drives the twin lives in ``orchestrator.admission.screening``.
 """
 
 from __future__ import annotations

@@ -96,12 +96,12 @@ def _list(args: argparse.Namespace) -> int:
 
 # Both drive the cluster layer; importing it only when they run keeps the catalog package pure.
 def _admit(args: argparse.Namespace) -> int:
-    from orchestrator.cluster.admission_commands import admit_command
+    from orchestrator.admission.commands import admit_command
 
     return admit_command(args)
 
 
 def _export_ctk(args: argparse.Namespace) -> int:
-    from orchestrator.cluster.admission_commands import export_ctk_command
+    from orchestrator.admission.commands import export_ctk_command
 
     return export_ctk_command(args)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from orchestrator.admission.observing import EPOCH_S, Observer, Window
 from orchestrator.catalog.loading import Entry, load_catalog
 from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient, ObjectRef
 from orchestrator.cluster.ledger import Ledger, Target
 from orchestrator.cluster.mechanisms import Context
-from orchestrator.cluster.observing import EPOCH_S, Observer, Window
 from orchestrator.telemetry.probes import SymptomProbe, evaluate_probe
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.server import PrometheusServer

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from orchestrator.admission.twins import attach_twin, spawn_twin
 from orchestrator.cluster.client import KubeClient
-from orchestrator.cluster.twinproc import attach_twin, spawn_twin
 
 pytestmark = pytest.mark.slow
 OB = "online-boutique"

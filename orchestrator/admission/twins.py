@@ -1,7 +1,7 @@
 """A stepped twin in its own process (``marathon twin serve --clock stepped``), moved over HTTP.
 
 Admission starts a fresh twin per entry; running it as a separate process keeps the twin's server stack out
-of the orchestrator's cluster layer and lets entries be screened in parallel on separate cores. The child
+of the process that screens and lets entries be screened in parallel on separate cores. The child
 writes its kubeconfig (the CA its HTTPS server's certificate comes from, the bearer token it wants) before it
 says where it serves; the parent reads both from there.
 """

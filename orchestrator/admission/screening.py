@@ -15,6 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.admission.observing import EPOCH_S, Observer, Window
+from orchestrator.admission.twins import TwinProcess, attach_twin, spawn_twin
 from orchestrator.catalog.admission import (
     AdmissionFile,
     AdmissionRecord,
@@ -31,8 +33,6 @@ from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.fields import read_field
 from orchestrator.cluster.ledger import Ledger, Target
 from orchestrator.cluster.mechanisms import Context, Handle, artifact_restored
-from orchestrator.cluster.observing import EPOCH_S, Observer, Window
-from orchestrator.cluster.twinproc import TwinProcess, attach_twin, spawn_twin
 from orchestrator.errors import OrchestratorError, RevertError
 from orchestrator.telemetry.evaluating import AlertEvaluator
 from orchestrator.telemetry.querying import PrometheusQuerier

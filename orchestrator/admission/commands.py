@@ -1,6 +1,6 @@
 """``marathon catalog admit`` and ``marathon catalog export-ctk``: the handlers behind the catalog command.
 
-They live beside the cluster code they drive; ``orchestrator.catalog.commands`` registers them and imports
+They live beside the screening they drive; ``orchestrator.catalog.commands`` registers them and imports
 this module only when one of them runs.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from orchestrator.admission.screening import Settings, admission_file, admit, jobs_for
 from orchestrator.catalog.admission import (
     admission_path,
     load_admission,
@@ -25,7 +26,6 @@ from orchestrator.catalog.admission import (
 from orchestrator.catalog.faults import ChaosFault, CodeFault
 from orchestrator.catalog.loading import default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
-from orchestrator.cluster.admission import Settings, admission_file, admit, jobs_for
 from orchestrator.cluster.experiments import Entry, experiment
 from orchestrator.errors import CatalogError, ConfigError
 
