@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.interface.codebase.facts import Dependency, Facts
+from orchestrator.interface.codebase.facts import Dependency, Facts, Op
 from orchestrator.interface.codebase.modules import Member, Module
 from orchestrator.interface.codebase.names import snake
 from orchestrator.interface.codebase.parts import address_setting, dependency_words, op_words
@@ -16,90 +16,23 @@ def locust_modules(facts: Facts, unit: int) -> list[Module]:
     """A Locust load generator: a task module per route it sends, and its background flag reads."""
     syn = Python(facts, unit)
     pad = syn.pad
-    targets = [env for env, target in facts.addresses if target not in {d.name for d in facts.dependencies}]
-    host = (targets or ["HOST"])[0]
-    modules = [
-        Module(
-            "config.py",
-            "config",
-            head=["import os", ""],
-            members=[
-                Member(s.env, [f"{s.env} = {syn.env(s)}"], callable=False, gap=False) for s in facts.settings
-            ],
-        ),
-        Module("requirements.txt", "build", head=["locust==2.29.1", "requests==2.32.3"]),
-        Module(
-            "Dockerfile",
-            "image",
-            head=[
-                "FROM python:3.12-slim",
-                "WORKDIR /app",
-                "COPY requirements.txt .",
-                "RUN pip install --no-cache-dir -r requirements.txt",
-                "COPY . .",
-                'ENTRYPOINT ["locust", "-f", "locustfile.py"]',
-            ],
-        ),
+    settings = [Member(s.env, [f"{s.env} = {syn.env(s)}"], callable=False, gap=False) for s in facts.settings]
+    image = [
+        "FROM python:3.12-slim",
+        "WORKDIR /app",
+        "COPY requirements.txt .",
+        "RUN pip install --no-cache-dir -r requirements.txt",
+        "COPY . .",
+        'ENTRYPOINT ["locust", "-f", "locustfile.py"]',
     ]
-    tasks: list[str] = []
-    for index, op in enumerate(facts.workload):
-        parts = op.resource() if op.resource() != ["index"] else ["home"]
-        name = snake([op.verb.lower(), *parts]) + ("" if index == 0 else "")
-        tasks.append(name)
-        path = re.sub(r"\{(\w+)\}", r"{\1}", op.subject)
-        args = ", ".join(dict.fromkeys(re.findall(r"\{(\w+)\}", op.subject)))
-        body = [
-            [f"{a} = random.choice(SAMPLES[{quote(a)}])" for a in args.split(", ") if a] or ["headers = {}"],
-            [
-                f'with user.client.{op.verb.lower()}(f"{path}", '
-                f"name={quote(op.text)}, catch_response=True) as response:",
-                f"{pad}if response.status_code >= 500:",
-                f"{pad * 2}response.failure(response.text[:200])",
-            ],
-        ]
-        modules.append(
-            Module(
-                f"tasks/{name}.py",
-                "endpoint",
-                op.text,
-                ["import random", "", "from tasks.samples import SAMPLES", ""],
-                [Member(name, [f"def {name}(user):"], body, topic=tuple(parts), rank=2)],
-                unit=unit,
-            )
-        )
-    weights = [f"{pad}{name}: 1," for name in tasks]
-    modules.append(
-        Module(
-            "locustfile.py",
-            "main",
-            head=[
-                "from locust import HttpUser, between",
-                "",
-                "import config",
-                *[f"from tasks.{t} import {t}" for t in tasks],
-                "",
-            ],
-            members=[
-                Member(
-                    "WebsiteUser",
-                    ["class WebsiteUser(HttpUser):"],
-                    [
-                        [
-                            "wait_time = between(1, 10)",
-                            f'host = f"http://{{config.{host}}}"',
-                            "tasks = {",
-                            *weights,
-                            "}",
-                        ]
-                    ],
-                    callable=False,
-                )
-            ],
-            unit=unit,
-        )
-    )
-    for dep in facts.dependencies:
-        modules.append(_client(facts, dep, pad))
+    modules = [
+        Module("config.py", "config", head=["import os", ""], members=settings),
+        Module("requirements.txt", "build", head=["locust==2.29.1", "requests==2.32.3"]),
+        Module("Dockerfile", "image", head=image),
+    ]
+    tasks = [_task(op, unit) for op in facts.workload]
+    modules += [*tasks, _locustfile(facts, [t.members[0].name for t in tasks], unit)]
+    modules += [_client(facts, dep, pad) for dep in facts.dependencies]
     for job, parts in job_names(facts):
         calls = [
             f"{pad}{snake(dependency_words(facts.dependency(s.callee)))}_client.{snake(op_words(s.op))}()"
@@ -111,23 +44,54 @@ def locust_modules(facts: Facts, unit: int) -> list[Module]:
         modules.append(
             Module(f"{snake(parts)}.py", "job", job.name, ["import time", "", *imports, ""], [member])
         )
-    modules.append(
-        Module(
-            "tasks/samples.py",
-            "config",
-            head=[
-                "SAMPLES = {",
-                *[
-                    f"{pad}{quote(a)}: [{quote(a + '-1')}, {quote(a + '-2')}],"
-                    for a in dict.fromkeys(
-                        p for op in facts.workload for p in re.findall(r"\{(\w+)\}", op.subject)
-                    )
-                ],
-                "}",
-            ],
-        )
-    )
+    names = dict.fromkeys(p for op in facts.workload for p in re.findall(r"\{(\w+)\}", op.subject))
+    samples = [f"{pad}{quote(a)}: [{quote(a + '-1')}, {quote(a + '-2')}]," for a in names]
+    modules.append(Module("tasks/samples.py", "config", head=["SAMPLES = {", *samples, "}"]))
     return modules
+
+
+def _task(op: Op, unit: int) -> Module:
+    """The task that sends one route, with sample values for its path parameters."""
+    pad = " " * unit
+    parts = op.resource() if op.resource() != ["index"] else ["home"]
+    name = snake([op.verb.lower(), *parts])
+    params = [
+        f"{a} = random.choice(SAMPLES[{quote(a)}])"
+        for a in dict.fromkeys(re.findall(r"\{(\w+)\}", op.subject))
+    ]
+    request = [
+        f'with user.client.{op.verb.lower()}(f"{op.subject}", name={quote(op.text)}, '
+        "catch_response=True) as r:",
+        f"{pad}if r.status_code >= 500:",
+        f"{pad * 2}r.failure(r.text[:200])",
+    ]
+    body = [params, request] if params else [request]
+    head = ["import random", "", "from tasks.samples import SAMPLES", ""] if params else []
+    member = Member(name, [f"def {name}(user):"], body, topic=tuple(parts), rank=2)
+    return Module(f"tasks/{name}.py", "endpoint", op.text, head, [member], unit=unit, top_gap=2)
+
+
+def _locustfile(facts: Facts, tasks: list[str], unit: int) -> Module:
+    pad = " " * unit
+    targets = [env for env, target in facts.addresses if target not in {d.name for d in facts.dependencies}]
+    host = (targets or ["HOST"])[0]
+    head = [
+        "from locust import HttpUser, between",
+        "",
+        "import config",
+        *[f"from tasks.{t} import {t}" for t in tasks],
+    ]
+    body = [
+        [
+            "wait_time = between(1, 10)",
+            f'host = f"http://{{config.{host}}}"',
+            "tasks = {",
+            *[f"{pad}{name}: 1," for name in tasks],
+            "}",
+        ]
+    ]
+    user = Member("WebsiteUser", ["class WebsiteUser(HttpUser):"], body, callable=False)
+    return Module("locustfile.py", "main", head=head, members=[user], unit=unit, top_gap=2)
 
 
 def _client(facts: Facts, dep: Dependency, pad: str) -> Module:

@@ -295,80 +295,79 @@ def scaffold(syn: Syntax) -> list[Module]:
     """The modules of an application service, written in ``syn`` (no side effects)."""
     facts = syn.facts
     named = named_endpoints(facts)
-    modules: dict[str, Module] = {}
-
-    def add(module: Module) -> None:
-        existing = modules.get(module.path)
-        if existing is None:
-            modules[module.path] = module
-        else:
-            existing.members += module.members
-            existing.merged += [s for s in (module.subject, *module.merged) if s]
-
     jobs = job_names(facts)
     routes = [syn.route(n) for n in named] if facts.protocol == "http" else []
     main = syn.main_member(routes, [syn.start_job(parts) for _, parts in jobs])
-    core_type = syn.core_type()
-    add(syn.typed(syn.path("main", []), "main", "", syn.main_type(), [main]))
-    add(syn.config_module())
-    core_members = syn.core_constructor(core_type)
-    for item in named:
-        _, params, ret = syn.handler(item)
-        topic = tuple(item.verb_words)
-        if syn.logic_in == "core":
-            head, tail = syn.function(syn.method(op_words(item.endpoint.op)), params, ret)
-            body = _calls(syn, item.endpoint.steps) + [syn.core_result(item)]
-            core_members.append(
-                Member(syn.method(op_words(item.endpoint.op)), head, body, tail, topic=topic, rank=2)
-            )
-        elif facts.protocol == "grpc":
-            head, tail = syn.function(syn.rpc_name(item.endpoint.op), syn.rpc_params(item), ret)
-            core_members.append(
-                Member(syn.rpc_name(item.endpoint.op), head, [syn.delegate(item)], tail, topic=topic, rank=2)
-            )
-    add(syn.typed(syn.path("core", []), "core", "", core_type, core_members))
-    for item in named:
-        name = syn.handler(item)[0]
-        head, tail = syn.endpoint_function(item)
-        calls = [] if syn.logic_in == "core" else _calls(syn, item.endpoint.steps)
-        body = [*syn.enter(item), *calls, syn.respond(item)]
-        member = Member(name, head, body, tail, topic=tuple(item.verb_words), rank=2)
-        add(
-            syn.typed(
-                syn.endpoint_path(item),
-                "endpoint",
-                item.endpoint.op.text,
-                syn.endpoint_type(item.words),
-                [member],
-            )
-        )
-    for dep in facts.dependencies:
-        type_name = syn.type_name(syn.dep_words(dep))
-        ctor, ctor_tail = syn.function(type_name, "Config config", "")
-        setup = syn.client_setup(dep)
-        members = [Member("constructor", ctor, setup, ctor_tail, topic=(dep.name,), rank=0)] if setup else []
-        for op in dep.ops:
-            head, body, tail = syn.client_op(dep, op)
-            members.append(Member(syn.method(op_words(op)), head, body, tail, topic=tuple(op_words(op))))
-        role = "client" if syn.kind_word(dep) == "client" else "store"
-        add(syn.typed(syn.dep_path(dep), role, dep.name, type_name, members))
-    for job, parts in jobs:
-        head, tail = syn.function(syn.method(["run", *parts]), "", "void")
-        body = syn.job_body(job, _calls(syn, job.steps))
-        member = Member(syn.method(["run", *parts]), head, body, tail, topic=tuple(words(job.name)), rank=2)
-        loop = syn.job_loop(parts)
-        members = [member] if loop is None else [loop, member]
-        add(syn.typed(syn.path("job", parts), "job", job.name, syn.type_name(parts), members))
+    written = [syn.typed(syn.path("main", []), "main", "", syn.main_type(), [main]), syn.config_module()]
+    written.append(syn.typed(syn.path("core", []), "core", "", syn.core_type(), _core_members(syn, named)))
+    written += [_endpoint(syn, item) for item in named]
+    written += [_dependency(syn, dep) for dep in facts.dependencies]
+    written += [_job(syn, job, parts) for job, parts in jobs]
     build_path, build_lines = syn.build()
-    add(Module(build_path, "build", head=build_lines))
-    add(Module("Dockerfile", "image", head=syn.image()))
-    for module in syn.extras():
-        add(module)
+    written += [
+        Module(build_path, "build", head=build_lines),
+        Module("Dockerfile", "image", head=syn.image()),
+    ]
+    modules: dict[str, Module] = {}
+    for module in [*written, *syn.extras()]:
+        existing = modules.setdefault(module.path, module)
+        if existing is not module:
+            existing.members += module.members
+            existing.merged += [s for s in (module.subject, *module.merged) if s]
     if syn.main_last:
         module = modules[syn.path("main", [])]
         module.members = [m for m in module.members if m is not main] + [main]
     syn.finish(list(modules.values()))
     return list(modules.values())
+
+
+def _core_members(syn: Syntax, named: list[Named]) -> list[Member]:
+    """The core type's constructor, and a method per endpoint (its logic) or per gRPC method (delegating)."""
+    members = syn.core_constructor(syn.core_type())
+    for item in named:
+        _, params, ret = syn.handler(item)
+        topic = tuple(item.verb_words)
+        if syn.logic_in == "core":
+            name = syn.method(op_words(item.endpoint.op))
+            head, tail = syn.function(name, params, ret)
+            body = _calls(syn, item.endpoint.steps) + [syn.core_result(item)]
+            members.append(Member(name, head, body, tail, topic=topic, rank=2))
+        elif syn.facts.protocol == "grpc":
+            name = syn.rpc_name(item.endpoint.op)
+            head, tail = syn.function(name, syn.rpc_params(item), ret)
+            members.append(Member(name, head, [syn.delegate(item)], tail, topic=topic, rank=2))
+    return members
+
+
+def _endpoint(syn: Syntax, item: Named) -> Module:
+    head, tail = syn.endpoint_function(item)
+    calls = [] if syn.logic_in == "core" else _calls(syn, item.endpoint.steps)
+    body = [*syn.enter(item), *calls, syn.respond(item)]
+    member = Member(syn.handler(item)[0], head, body, tail, topic=tuple(item.verb_words), rank=2)
+    type_name = syn.endpoint_type(item.words)
+    return syn.typed(syn.endpoint_path(item), "endpoint", item.endpoint.op.text, type_name, [member])
+
+
+def _dependency(syn: Syntax, dep: Dependency) -> Module:
+    type_name = syn.type_name(syn.dep_words(dep))
+    ctor, ctor_tail = syn.function(type_name, "Config config", "")
+    setup = syn.client_setup(dep)
+    members = [Member("constructor", ctor, setup, ctor_tail, topic=(dep.name,), rank=0)] if setup else []
+    for op in dep.ops:
+        head, body, tail = syn.client_op(dep, op)
+        members.append(Member(syn.method(op_words(op)), head, body, tail, topic=tuple(op_words(op))))
+    role = "client" if syn.kind_word(dep) == "client" else "store"
+    return syn.typed(syn.dep_path(dep), role, dep.name, type_name, members)
+
+
+def _job(syn: Syntax, job: Job, parts: list[str]) -> Module:
+    name = syn.method(["run", *parts])
+    head, tail = syn.function(name, "", "void")
+    body = syn.job_body(job, _calls(syn, job.steps))
+    member = Member(name, head, body, tail, topic=tuple(words(job.name)), rank=2)
+    loop = syn.job_loop(parts)
+    members = [member] if loop is None else [loop, member]
+    return syn.typed(syn.path("job", parts), "job", job.name, syn.type_name(parts), members)
 
 
 def _calls(syn: Syntax, steps: tuple[Step, ...]) -> list[list[str]]:
