@@ -17,12 +17,7 @@ from typing import Any
 import yaml
 
 from orchestrator.admission.screening import Settings, admission_file, admit, jobs_for
-from orchestrator.catalog.admission import (
-    admission_path,
-    load_admission,
-    merge,
-    render_admission,
-)
+from orchestrator.catalog.admissions import admission_path, load_admission, merge, render_admission
 from orchestrator.catalog.faults import ChaosFault, CodeFault
 from orchestrator.catalog.loading import default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology

@@ -1,5 +1,5 @@
 """Admission of catalog entries on the twin: each entry alone on a fresh stepped twin under load, with its own
-Prometheus, injected by the real injector and judged by ``orchestrator.catalog.admission.judge``.
+Prometheus, injected by the real injector and judged by ``orchestrator.admission.judging.judge``.
 
 The timeline of one entry (simulated seconds): warm up; for a config fault a first injection and revert
 (only the second observation counts); a five-minute window before injection; the injection and a five-minute
@@ -15,18 +15,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.admission.judging import judge
 from orchestrator.admission.observing import EPOCH_S, Observer, Window
 from orchestrator.admission.twins import TwinProcess, attach_twin, spawn_twin
-from orchestrator.catalog.admission import (
-    AdmissionFile,
-    AdmissionRecord,
-    Entry,
-    Measurements,
-    Procedure,
-    judge,
-)
+from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Measurements, Procedure
 from orchestrator.catalog.faults import ConfigFault
-from orchestrator.catalog.loading import Catalog
+from orchestrator.catalog.loading import Catalog, Entry
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.cluster.applying import Applier, InjectFailed
 from orchestrator.cluster.client import KubeClient

@@ -2,8 +2,9 @@
 verdict, and the checks that keep the committed records in step with the catalog.
 
 ``fault_catalog/<app>/admission.json`` holds one record per entry, keyed by the entry's content hash: an
-entry edited after its admission is stale and must be admitted again. Everything here is pure (reading a
-file at most); the admission runner that drives the twin lives in ``orchestrator.admission.screening``.
+entry edited after its admission is stale and must be admitted again. The records are catalog data: the
+runner reads which entries are admitted from here without the screening that wrote them
+(``orchestrator.admission``). Everything here is pure (reading a file at most).
 """
 
 from __future__ import annotations
@@ -14,18 +15,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.catalog.faults import ChaosFault, CodeFault, ConfigFault
 from orchestrator.catalog.loading import Catalog, default_root, load_catalog
 from orchestrator.errors import CatalogError
 
-Entry = CodeFault | ConfigFault | ChaosFault
 FILE_NAME = "admission.json"
-
-# The published screening thresholds: one of them must hold in the window after injection.
-SERVER_ERRORS_PER_MIN = 4.0
-NEW_ERROR_LOGS_PER_MIN = 10.0
-# After the revert, the entry point counts as serving again below this failed fraction.
-RECOVERED_FAILED_FRACTION = 0.05
 
 
 class _Strict(BaseModel):
@@ -88,89 +81,6 @@ class AdmissionFile(_Strict):
 
     def by_id(self) -> dict[str, AdmissionRecord]:
         return {record.id: record for record in self.entries}
-
-
-def breaks_startup(entry: Entry) -> bool:
-    """Whether a config fault means to keep its workload from starting or becoming ready (no side effects):
-    a missing image, no replicas, a broken probe, an unschedulable request or a required value cleared."""
-    if not isinstance(entry, ConfigFault):
-        return False
-    field = entry.inject.field
-    return (
-        field in ("image", "replicas")
-        or field.startswith(("probe/", "resources/requests/"))
-        or (field.startswith("env/") and entry.inject.value is None)
-    )
-
-
-def introduced_lines(entry: CodeFault) -> tuple[str, ...]:
-    """Lines of the fault build's source that the earlier build does not have, indentation included, so a
-    statement moved into a loop counts as introduced (no side effects)."""
-    earlier = {line.rstrip() for line in entry.inject.source.before.splitlines()}
-    return tuple(
-        line.rstrip()
-        for line in entry.inject.source.after.splitlines()
-        if line.strip() and line.rstrip() not in earlier
-    )
-
-
-def judge(entry: Entry, found: Measurements, *, direct: bool) -> tuple[bool, tuple[str, ...]]:
-    """The admission verdict and its reasons (no side effects).
-
-    ``direct`` says whether ``entry.log.service`` is the target or calls it directly. When admitted, the
-    reasons name the screening criteria that held; otherwise every check that failed.
-    """
-    failed: list[str] = []
-    message = f"log message {entry.log.message!r} in {entry.log.service}"
-    if not direct:
-        failed.append(f"{entry.log.service} is neither {entry.target} nor a direct caller of it")
-    if found.message_before:
-        failed.append(f"{message} already present before injection")
-    if not found.message_after:
-        failed.append(f"{message} absent after injection")
-    if found.entry_rate_after <= 0 or found.entry_failed_fraction_after >= 1.0:
-        failed.append(
-            f"the app stopped serving: entry rate {found.entry_rate_after}/s, "
-            f"failed fraction {found.entry_failed_fraction_after}"
-        )
-    screening = _screening(found)
-    if not screening:
-        failed.append(
-            f"no screening criterion: server errors {found.server_errors_per_min}/min < "
-            f"{SERVER_ERRORS_PER_MIN:g}, new error logs {found.new_error_logs_per_min}/min < "
-            f"{NEW_ERROR_LOGS_PER_MIN:g}, no restart"
-        )
-    if isinstance(entry, CodeFault) and not introduced_lines(entry):
-        failed.append(f"the build {entry.inject.image_tag} introduces no source text the earlier build lacks")
-    if isinstance(entry, ConfigFault):
-        if found.deployed_value_ok is not True:
-            failed.append(f"the deployed {entry.inject.field} does not read back as {entry.inject.value!r}")
-        if not breaks_startup(entry) and found.became_ready is not True:
-            failed.append(f"{entry.inject.name or entry.target} never became ready with the change")
-    if not found.restored:
-        failed.append("the revert did not restore the original image, setting or object")
-    if not found.ready_after_revert:
-        failed.append("not every workload was ready after the revert")
-    if not found.serving_after_revert:
-        failed.append(
-            f"requests did not recover after the revert (failed fraction >= {RECOVERED_FAILED_FRACTION})"
-        )
-    if found.message_after_revert:
-        failed.append(f"{message} still printed after the revert")
-    if failed:
-        return False, tuple(failed)
-    return True, tuple(screening)
-
-
-def _screening(found: Measurements) -> list[str]:
-    held: list[str] = []
-    if found.server_errors_per_min >= SERVER_ERRORS_PER_MIN:
-        held.append(f"server errors {found.server_errors_per_min}/min >= {SERVER_ERRORS_PER_MIN:g}")
-    if found.new_error_logs_per_min >= NEW_ERROR_LOGS_PER_MIN:
-        held.append(f"new error logs {found.new_error_logs_per_min}/min >= {NEW_ERROR_LOGS_PER_MIN:g}")
-    if found.restarts > 0:
-        held.append(f"{found.restarts} container restart(s)")
-    return held
 
 
 def admission_path(app: str, *, root: Path | None = None) -> Path:

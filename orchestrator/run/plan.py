@@ -8,7 +8,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.catalog.admission import admission_path, admitted_ids
+from orchestrator.catalog.admissions import admission_path, admitted_ids
 from orchestrator.catalog.loading import Catalog, Entry, default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import APPS, Topology

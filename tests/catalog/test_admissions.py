@@ -1,4 +1,4 @@
-"""Admission records: the verdict, the file bytes, and the checks keeping records and catalog aligned."""
+"""Admission records: the file bytes, and the checks keeping records and catalog aligned."""
 
 from __future__ import annotations
 
@@ -9,51 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.catalog.admission import (
+from orchestrator.catalog.admissions import (
     AdmissionFile,
     AdmissionRecord,
-    Measurements,
     Procedure,
     admission_path,
     admitted_ids,
-    breaks_startup,
-    introduced_lines,
-    judge,
     load_admission,
     merge,
     render_admission,
     stale_entries,
 )
-from orchestrator.catalog.faults import CodeFault, ConfigFault, ConfigInject
 from orchestrator.catalog.loading import Catalog, Entry, default_root, known_apps, load_catalog
 from orchestrator.errors import CatalogError
+from tests.catalog.admission_support import measured as _measured
 
 OB = "online-boutique"
 PROCEDURE = Procedure(seed=1, warmup_s=120, window_s=300, recovery_s=240, rule_pack="1.0.0")
-
-
-def _measured(**changes: object) -> Measurements:
-    healthy_symptom: dict[str, object] = {
-        "entry_rate_before": 16.3,
-        "entry_rate_after": 16.4,
-        "entry_failed_fraction_after": 0.3,
-        "server_errors_per_min_before": 0.0,
-        "server_errors_per_min": 12.0,
-        "error_logs_per_min_before": 0.0,
-        "error_logs_per_min_after": 3.0,
-        "restarts": 0,
-        "message_before": False,
-        "message_after": True,
-        "message_source": "log",
-        "deployed_value_ok": True,
-        "became_ready": True,
-        "restored": True,
-        "ready_after_revert": True,
-        "serving_after_revert": True,
-        "message_after_revert": False,
-    }
-    healthy_symptom.update(changes)
-    return Measurements.model_validate(healthy_symptom)
 
 
 @functools.cache
@@ -63,79 +35,6 @@ def _catalog(app: str = OB) -> Catalog:
 
 def _entry(entry_id: str = "ob-cart-redis-port") -> Entry:
     return _catalog().by_id[entry_id]
-
-
-def test_an_entry_whose_message_appears_with_server_errors_is_admitted_for_that_reason() -> None:
-    admitted, reasons = judge(_entry(), _measured(), direct=True)
-    assert admitted
-    assert reasons == ("server errors 12.0/min >= 4",)
-
-
-def test_new_error_logs_count_only_above_the_before_window() -> None:
-    found = _measured(server_errors_per_min=0.0, error_logs_per_min_before=5.0, error_logs_per_min_after=14.0)
-    admitted, reasons = judge(_entry(), found, direct=True)
-    assert not admitted
-    assert any("no screening criterion" in reason and "9.0/min" in reason for reason in reasons)
-    admitted, reasons = judge(
-        _entry(), found.model_copy(update={"error_logs_per_min_after": 15.0}), direct=True
-    )
-    assert admitted and reasons == ("new error logs 10.0/min >= 10",)
-
-
-def test_a_restart_alone_is_a_screening_criterion() -> None:
-    admitted, reasons = judge(_entry(), _measured(server_errors_per_min=0.0, restarts=2), direct=True)
-    assert admitted and reasons == ("2 container restart(s)",)
-
-
-def test_an_entry_without_its_symptom_is_rejected_with_every_failed_check() -> None:
-    nothing = _measured(message_after=False, message_source=None, server_errors_per_min=0.0)
-    admitted, reasons = judge(_entry(), nothing, direct=True)
-    assert not admitted
-    assert reasons[0].startswith("log message 'StackExchange.Redis.RedisConnectionException")
-    assert reasons[0].endswith("in cartservice absent after injection")
-    assert reasons[1].startswith("no screening criterion")
-
-
-@pytest.mark.parametrize(
-    ("change", "phrase"),
-    [
-        ({"message_before": True}, "already present before injection"),
-        ({"entry_rate_after": 0.0}, "the app stopped serving"),
-        ({"entry_failed_fraction_after": 1.0}, "the app stopped serving"),
-        ({"deployed_value_ok": False}, "does not read back"),
-        ({"became_ready": False}, "never became ready"),
-        ({"restored": False}, "did not restore"),
-        ({"ready_after_revert": False}, "ready after the revert"),
-        ({"serving_after_revert": False}, "did not recover"),
-        ({"message_after_revert": True}, "still printed after the revert"),
-    ],
-)
-def test_each_failed_check_rejects_and_is_named(change: dict[str, object], phrase: str) -> None:
-    admitted, reasons = judge(_entry(), _measured(**change), direct=True)
-    assert not admitted
-    assert any(phrase in reason for reason in reasons), reasons
-
-
-def test_a_message_of_a_service_that_does_not_call_the_target_directly_is_rejected() -> None:
-    admitted, reasons = judge(_entry(), _measured(), direct=False)
-    assert not admitted and "direct caller" in reasons[0]
-
-
-def test_readiness_is_not_asked_of_config_faults_that_mean_to_break_startup() -> None:
-    catalog = _catalog()
-    replicas = catalog.by_id["ob-checkout-replicas-zero"]
-    assert isinstance(replicas, ConfigFault)
-    missing_image = replicas.model_copy(
-        update={"inject": ConfigInject(field="image", value="checkoutservice:v0.10.7")}
-    )
-    assert breaks_startup(missing_image)
-    assert breaks_startup(replicas)
-    assert breaks_startup(catalog.by_id["ob-recommendation-catalog-addr-cleared"])
-    assert breaks_startup(catalog.by_id["ob-shipping-liveness-port"])
-    assert not breaks_startup(catalog.by_id["ob-cart-redis-port"])
-    assert not breaks_startup(catalog.by_id["ob-cart-redis-latency"])
-    admitted, _ = judge(missing_image, _measured(became_ready=False), direct=True)
-    assert admitted
 
 
 def _file(*records: AdmissionRecord) -> AdmissionFile:
@@ -228,14 +127,3 @@ def test_every_committed_entry_has_a_current_admission_record_where_the_app_has_
     if admission is None:
         pytest.skip(f"{app} has no admission.json yet")
     assert stale_entries(_catalog(app), admission) == []
-
-
-def test_a_code_fault_whose_build_adds_no_source_text_is_rejected() -> None:
-    entry = _entry("ob-frontend-cart-divide-by-zero")
-    assert isinstance(entry, CodeFault) and introduced_lines(entry)
-    assert judge(entry, _measured(deployed_value_ok=None, became_ready=None), direct=True)[0]
-    source = entry.inject.source.model_copy(update={"after": entry.inject.source.before})
-    same = entry.model_copy(update={"inject": entry.inject.model_copy(update={"source": source})})
-    admitted, reasons = judge(same, _measured(deployed_value_ok=None, became_ready=None), direct=True)
-    assert not admitted
-    assert reasons == ("the build v0.10.6-1 introduces no source text the earlier build lacks",)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from orchestrator.catalog.admission import (
+from orchestrator.catalog.admissions import (
     FILE_NAME as ADMISSION_FILE,
 )
-from orchestrator.catalog.admission import AdmissionFile, AdmissionRecord, Procedure, render_admission
+from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Procedure, render_admission
 from orchestrator.catalog.faults import Healthy
 from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
 from orchestrator.catalog.loading import default_root, load_catalog
