@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = subparsers.add_parser("serve", help="serve the control plane API and dashboard")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--token", default=None, help=f"bearer token for mutating endpoints (or ${TOKEN_ENV})")
+    serve.add_argument("--token", default=None, help=f"bearer token for mutations and for a run's events, "
+                       f"bundle, and live score and report (or ${TOKEN_ENV})")  # fmt: skip
     serve.add_argument("--max-active", type=int, default=4, help="runs at once")
     serve.add_argument(
         "--nightly",
