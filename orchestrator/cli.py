@@ -14,6 +14,9 @@ from orchestrator.errors import InputError, OrchestratorError
 # Each module exposes ``register(subparsers)``; a subcommand sets ``func(args) -> int`` as its handler.
 COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.catalog.commands",
+    # ``catalog admit`` and ``catalog export-ctk``: added to the catalog command, so registered after it.
+    "orchestrator.admission.commands",
+    "orchestrator.cluster.experiment_commands",
     "orchestrator.catalog.manifest_commands",
     "orchestrator.schedule_commands",
     "orchestrator.bundle.commands",

@@ -1,30 +1,34 @@
-"""``marathon catalog admit`` and ``marathon catalog export-ctk``: the handlers behind the catalog command.
+"""``marathon catalog admit``: screen entries on fresh twins and write ``fault_catalog/<app>/admission.json``.
 
-They live beside the screening they drive; ``orchestrator.catalog.commands`` registers them and imports
-this module only when one of them runs.
+The action belongs to the ``catalog`` command; it registers itself there from this package, because the
+catalog is data and imports none of the screening.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from orchestrator.admission.screening import Settings, admission_file, admit, jobs_for
 from orchestrator.catalog.admissions import admission_path, load_admission, merge, render_admission
-from orchestrator.catalog.faults import ChaosFault, CodeFault
+from orchestrator.catalog.commands import catalog_actions
 from orchestrator.catalog.loading import default_root, load_catalog
-from orchestrator.catalog.topologies import load_topology
-from orchestrator.cluster.experiments import Entry, experiment
 from orchestrator.errors import CatalogError, ConfigError
 
-Json = dict[str, Any]
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    admit = catalog_actions(subparsers).add_parser(
+        "admit", help="screen entries on fresh twins; write fault_catalog/<app>/admission.json"
+    )
+    admit.add_argument("--app", required=True, help="application, e.g. online-boutique")
+    admit.add_argument("--ids", nargs="+", default=None, metavar="ID", help="only these entries")
+    admit.add_argument("--seed", type=int, default=1, help="the twins' seed (default 1)")
+    admit.add_argument("--workers", type=int, default=2, help="entries screened at once (default 2)")
+    admit.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
+    admit.set_defaults(func=admit_command)
 
 
 def admit_command(args: argparse.Namespace) -> int:
@@ -57,47 +61,3 @@ def admit_command(args: argparse.Namespace) -> int:
         f"wrote {path}"
     )
     return 1 if failures else 0
-
-
-def baseline_object(entry: Entry, *, root: Path) -> Json | None:
-    """The object a code or config fault changes, as ``manifests/<app>/app.yaml`` deploys it."""
-    if isinstance(entry, ChaosFault):
-        return None
-    if isinstance(entry, CodeFault):
-        kind, name = "Deployment", entry.target
-    else:
-        kinds = {"deployment": "Deployment", "service": "Service", "configmap": "ConfigMap"}
-        kind, name = kinds[entry.inject.object], entry.inject.name or entry.target
-    path = root / "manifests" / entry.app / "app.yaml"
-    try:
-        documents = [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the app's manifests: {exc.strerror}") from exc
-    for document in documents:
-        if document.get("kind") == kind and document.get("metadata", {}).get("name") == name:
-            found: Json = document
-            return found
-    raise ConfigError(f"{path}: no {kind} named {name!r} for entry {entry.id}")
-
-
-def export_ctk_command(args: argparse.Namespace) -> int:
-    root: Path = args.root or default_root()
-    catalog = load_catalog(root=root)
-    entry = catalog.by_id.get(args.entry_id)
-    if entry is None:
-        raise CatalogError(f"ENTRY_ID = {args.entry_id!r}: no such catalog entry")
-    topology = load_topology(entry.app, root=root)
-    document = experiment(
-        entry,
-        namespace=topology.namespace,
-        chaos_namespace=args.chaos_namespace,
-        prometheus_url=args.prometheus,
-        baseline=baseline_object(entry, root=root),
-    )
-    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        args.output.write_text(text, encoding="utf-8")
-        print(f"wrote {args.output}")
-    return 0

@@ -1,4 +1,8 @@
-"""``marathon catalog validate|list``: check catalog files, and show what an app's catalog holds."""
+"""``marathon catalog validate|list``: check catalog files, and show what an app's catalog holds.
+
+``admit`` (``orchestrator.admission.commands``) and ``export-ctk``
+(``orchestrator.cluster.experiment_commands``) add themselves to the same command through ``catalog_actions``.
+"""
 
 from __future__ import annotations
 
@@ -33,23 +37,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
     listing.set_defaults(func=_list)
 
-    admit = commands.add_parser(
-        "admit", help="screen entries on fresh twins; write fault_catalog/<app>/admission.json"
-    )
-    admit.add_argument("--app", required=True, help="application, e.g. online-boutique")
-    admit.add_argument("--ids", nargs="+", default=None, metavar="ID", help="only these entries")
-    admit.add_argument("--seed", type=int, default=1, help="the twins' seed (default 1)")
-    admit.add_argument("--workers", type=int, default=2, help="entries screened at once (default 2)")
-    admit.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
-    admit.set_defaults(func=_admit)
 
-    export = commands.add_parser("export-ctk", help="write an entry as a Chaos Toolkit experiment (JSON)")
-    export.add_argument("entry_id", metavar="ENTRY_ID")
-    export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
-    export.add_argument("--chaos-namespace", default="chaos-mesh", help="where chaos objects go")
-    export.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
-    export.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
-    export.set_defaults(func=_export_ctk)
+def catalog_actions(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """The actions of the ``catalog`` command, for the packages that add one of their own (``admit``,
+    ``export-ctk``): they drive a cluster, which the catalog, being data, never imports."""
+    parser = subparsers.choices["catalog"]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    raise LookupError("the catalog command has no actions")  # register() always adds them
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -92,16 +90,3 @@ def _list(args: argparse.Namespace) -> int:
         per_mechanism.add_row(mechanism.value, str(mechanisms[mechanism]))
     console.print(per_mechanism)
     return 0
-
-
-# Both drive the cluster layer; importing it only when they run keeps the catalog package pure.
-def _admit(args: argparse.Namespace) -> int:
-    from orchestrator.admission.commands import admit_command
-
-    return admit_command(args)
-
-
-def _export_ctk(args: argparse.Namespace) -> int:
-    from orchestrator.admission.commands import export_ctk_command
-
-    return export_ctk_command(args)

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from pathlib import Path
 
 import pytest
 
+from orchestrator.catalog.commands import catalog_actions
 from orchestrator.catalog.faults import Category, Mechanism
-from orchestrator.cli import main
+from orchestrator.cli import build_parser, main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CATALOG = FIXTURES / "shop" / "fault_catalog" / "online-boutique"
@@ -80,3 +82,8 @@ def test_list_shows_every_online_boutique_entry_and_the_counts(capsys: pytest.Ca
 def test_list_of_an_unknown_app_exits_2_naming_the_known_apps(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "list", "--app", "pet-store"]) == 2
     assert "known apps: online-boutique, train-ticket, astronomy-shop" in capsys.readouterr().err
+
+
+def test_admit_and_export_ctk_add_themselves_to_the_catalog_command_after_its_own_actions() -> None:
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(catalog_actions(commands).choices) == ["validate", "list", "admit", "export-ctk"]

@@ -1,4 +1,4 @@
-"""``marathon catalog export-ctk`` and the argument checks of ``marathon catalog admit``."""
+"""``marathon catalog export-ctk``: entries as Chaos Toolkit experiments."""
 
 from __future__ import annotations
 
@@ -51,11 +51,6 @@ def test_export_ctk_of_a_config_entry_restores_the_value_the_manifests_deploy(
 def test_export_ctk_of_an_unknown_entry_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "export-ctk", "ob-no-such-entry"]) == 2
     assert "'ob-no-such-entry'" in capsys.readouterr().err
-
-
-def test_admit_refuses_ids_the_app_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["catalog", "admit", "--app", "online-boutique", "--ids", "tt-not-here"]) == 2
-    assert "tt-not-here" in capsys.readouterr().err
 
 
 def test_export_ctk_keeps_a_peer_written_as_a_selector_in_the_app_namespace(

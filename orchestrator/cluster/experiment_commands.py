@@ -1,0 +1,80 @@
+"""``marathon catalog export-ctk``: a catalog entry as a Chaos Toolkit experiment (JSON).
+
+The action belongs to the ``catalog`` command; it registers itself there from the cluster package, whose
+mechanisms it writes out, because the catalog is data and imports no cluster code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from orchestrator.catalog.commands import catalog_actions
+from orchestrator.catalog.faults import ChaosFault, CodeFault
+from orchestrator.catalog.loading import default_root, load_catalog
+from orchestrator.catalog.topologies import load_topology
+from orchestrator.cluster.experiments import Entry, experiment
+from orchestrator.errors import CatalogError, ConfigError
+
+Json = dict[str, Any]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = catalog_actions(subparsers).add_parser(
+        "export-ctk", help="write an entry as a Chaos Toolkit experiment (JSON)"
+    )
+    export.add_argument("entry_id", metavar="ENTRY_ID")
+    export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
+    export.add_argument("--chaos-namespace", default="chaos-mesh", help="where chaos objects go")
+    export.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
+    export.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
+    export.set_defaults(func=export_ctk_command)
+
+
+def baseline_object(entry: Entry, *, root: Path) -> Json | None:
+    """The object a code or config fault changes, as ``manifests/<app>/app.yaml`` deploys it."""
+    if isinstance(entry, ChaosFault):
+        return None
+    if isinstance(entry, CodeFault):
+        kind, name = "Deployment", entry.target
+    else:
+        kinds = {"deployment": "Deployment", "service": "Service", "configmap": "ConfigMap"}
+        kind, name = kinds[entry.inject.object], entry.inject.name or entry.target
+    path = root / "manifests" / entry.app / "app.yaml"
+    try:
+        documents = [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the app's manifests: {exc.strerror}") from exc
+    for document in documents:
+        if document.get("kind") == kind and document.get("metadata", {}).get("name") == name:
+            found: Json = document
+            return found
+    raise ConfigError(f"{path}: no {kind} named {name!r} for entry {entry.id}")
+
+
+def export_ctk_command(args: argparse.Namespace) -> int:
+    root: Path = args.root or default_root()
+    catalog = load_catalog(root=root)
+    entry = catalog.by_id.get(args.entry_id)
+    if entry is None:
+        raise CatalogError(f"ENTRY_ID = {args.entry_id!r}: no such catalog entry")
+    topology = load_topology(entry.app, root=root)
+    document = experiment(
+        entry,
+        namespace=topology.namespace,
+        chaos_namespace=args.chaos_namespace,
+        prometheus_url=args.prometheus,
+        baseline=baseline_object(entry, root=root),
+    )
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}")
+    return 0
