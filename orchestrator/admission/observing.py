@@ -1,5 +1,5 @@
-"""What admission reads from a twin over a time window: container logs and events through the Kubernetes
-API, workload readiness, restart counts, and the entry point's request and error rates from Prometheus.
+"""What admission reads from a twin's Kubernetes API over a time window: container logs and events, workload
+readiness and restart counts. What Prometheus says is read by ``orchestrator.telemetry.observing.Observer``.
 
 Times are the twin's simulated seconds; Prometheus holds the twin's series at ``EPOCH + t``.
 """
@@ -13,7 +13,6 @@ from typing import Any
 
 from orchestrator.cluster.client import KubeClient, ObjectRef
 from orchestrator.errors import ClusterError
-from orchestrator.telemetry.querying import Querier
 from orchestrator.twin.timefmt import EPOCH, parse_rfc3339
 
 Json = dict[str, Any]
@@ -60,14 +59,12 @@ def pod_pattern(services: frozenset[str] | set[str]) -> re.Pattern[str]:
     return re.compile(rf"^(?:{names})-(?:[a-z0-9]{{6,10}}-[a-z0-9]{{5}}|\d+)$")
 
 
-class Observer:
-    """Reads one twin. Side effects: Kubernetes API reads and Prometheus queries only."""
+class ClusterReader:
+    """Reads one namespace of a twin. Side effects: Kubernetes API reads only."""
 
-    def __init__(self, *, client: KubeClient, querier: Querier, namespace: str, entry_point: str) -> None:
+    def __init__(self, *, client: KubeClient, namespace: str) -> None:
         self.client = client
-        self.querier = querier
         self.namespace = namespace
-        self.entry_point = entry_point
 
     # -- logs and events ------------------------------------------------------------------------------
     def logs(self, services: frozenset[str] | set[str], window: Window, *, now: float) -> LogView:
@@ -143,26 +140,6 @@ class Observer:
             if (s.get("status", {}).get("readyReplicas") or 0) < wanted:
                 waiting.append(s["metadata"]["name"])
         return sorted(waiting)
-
-    # -- the entry point ------------------------------------------------------------------------------
-    def entry_rates(self, *, at: float, seconds: float) -> tuple[float, float]:
-        """(requests/s, failed/s) of the entry point's server spans over the ``seconds`` before ``at``."""
-        selector = (
-            f'namespace="{self.namespace}", service_name="{self.entry_point}", span_kind="SPAN_KIND_SERVER"'
-        )
-        span = f"{round(seconds)}s"
-        calls = "traces_span_metrics_calls_total"
-        total = self._scalar(f"sum(rate({calls}{{{selector}}}[{span}]))", at=at)
-        failed = self._scalar(
-            f'sum(rate({calls}{{{selector}, status_code="STATUS_CODE_ERROR"}}[{span}]))', at=at
-        )
-        return total, failed
-
-    def _scalar(self, query: str, *, at: float) -> float:
-        samples = self.querier.instant(query, at=EPOCH_S + at)
-        if not samples or not math.isfinite(samples[0].value):
-            return 0.0
-        return samples[0].value
 
 
 def _complete(deployment: Json) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.admission.judging import judge
-from orchestrator.admission.observing import EPOCH_S, Observer, Window
+from orchestrator.admission.observing import EPOCH_S, ClusterReader, Window
 from orchestrator.admission.twins import TwinProcess, attach_twin, spawn_twin
 from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Measurements, Procedure
 from orchestrator.catalog.faults import ConfigFault
@@ -28,7 +28,7 @@ from orchestrator.cluster.fields import read_field
 from orchestrator.cluster.ledger import Ledger, Target
 from orchestrator.cluster.mechanisms import Context, Handle, artifact_restored
 from orchestrator.errors import OrchestratorError, RevertError
-from orchestrator.telemetry.evaluating import AlertEvaluator
+from orchestrator.telemetry.observing import Observer
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.rules import load_rule_pack
 from orchestrator.telemetry.server import start_prometheus
@@ -147,7 +147,7 @@ def _screen(
     job: Job, *, twin: TwinProcess, client: KubeClient, querier: PrometheusQuerier
 ) -> AdmissionRecord:
     entry, settings = job.entry, job.settings
-    observer = Observer(client=client, querier=querier, namespace=job.namespace, entry_point=job.entry_point)
+    reader = ClusterReader(client=client, namespace=job.namespace)
     ctx = Context(
         client=client,
         namespace=job.namespace,
@@ -162,7 +162,7 @@ def _screen(
     try:
         twin.advance(settings.warmup_s)
         for _ in range(4):  # a slow start gets a little longer; the windows begin once all is ready
-            if not observer.not_ready():
+            if not reader.not_ready():
                 break
             twin.advance(settings.chunk_s)
         if isinstance(entry, ConfigFault):
@@ -171,7 +171,7 @@ def _screen(
                 return _rejected(entry, f"injection failed: {first.error}")
             applier.revert(first.handle.fault_id)
             twin.advance(settings.recovery_s)  # the before window starts from a recovered app
-        return _observe(job, twin=twin, observer=observer, applier=applier, querier=querier)
+        return _observe(job, twin=twin, reader=reader, applier=applier, querier=querier)
     except RevertError as exc:
         return _rejected(entry, f"revert failed: {exc}")
     finally:
@@ -180,38 +180,45 @@ def _screen(
 
 
 def _observe(
-    job: Job, *, twin: TwinProcess, observer: Observer, applier: Applier, querier: PrometheusQuerier
+    job: Job, *, twin: TwinProcess, reader: ClusterReader, applier: Applier, querier: PrometheusQuerier
 ) -> AdmissionRecord:
     entry, settings = job.entry, job.settings
     t_b = twin.now
+    observer = Observer(
+        querier=querier,
+        rules=load_rule_pack(),
+        namespace=job.namespace,
+        entry_point=job.entry_point,
+        origin_epoch_s=EPOCH_S,
+        start_s=t_b,
+    )
     t0 = twin.advance(settings.window_s)
     before = Window(t_b, t0)
-    message_before, _ = _message(observer, entry, before, now=t0)
-    errors_before = observer.logs(job.scope, before, now=t0).errors()
+    message_before, _ = _message(reader, entry, before, now=t0)
+    errors_before = reader.logs(job.scope, before, now=t0).errors()
     rate_before, failed_before = observer.entry_rates(at=t0, seconds=settings.window_s)
-    restarts_before = observer.restart_counts(job.scope)
+    restarts_before = reader.restart_counts(job.scope)
 
     injected = applier.inject(entry, fault_id=f"{entry.id}-admit")
     if isinstance(injected, InjectFailed):
         return _rejected(entry, f"injection failed: {injected.error}")
     handle = injected.handle
-    deployed_ok = _deployed_ok(observer.client, handle) if isinstance(entry, ConfigFault) else None
+    deployed_ok = _deployed_ok(reader.client, handle) if isinstance(entry, ConfigFault) else None
     workload = _workload(entry)
     became_ready: bool | None = None
     while twin.now < t0 + settings.window_s - 1e-6:
         twin.advance(min(settings.chunk_s, t0 + settings.window_s - twin.now))
         if isinstance(entry, ConfigFault) and not became_ready:
-            became_ready = workload not in observer.not_ready()
+            became_ready = workload not in reader.not_ready()
     t2 = twin.now
     after = Window(t0, t2)
-    message_after, source = _message(observer, entry, after, now=t2)
-    errors_after = observer.logs(job.scope, after, now=t2).errors()
+    message_after, source = _message(reader, entry, after, now=t2)
+    errors_after = reader.logs(job.scope, after, now=t2).errors()
     rate_after, failed_after = observer.entry_rates(at=t2, seconds=t2 - t0)
-    restarts_after = observer.restart_counts(job.scope)
+    restarts_after = reader.restart_counts(job.scope)
     restarts = sum(max(0, n - restarts_before.get(pod, 0)) for pod, n in restarts_after.items())
-    evaluator = AlertEvaluator(load_rule_pack(), querier, start=EPOCH_S + t_b)
-    evaluator.evaluate(until=EPOCH_S + t2)
-    fired = sorted({r.rule for r in evaluator.history if r.state == "firing" and r.starts_at > EPOCH_S + t0})
+    alerts = observer.alerts(until=t2)
+    fired = sorted({r.rule for r in alerts if r.state == "firing" and r.starts_at > EPOCH_S + t0})
 
     try:
         applier.revert(handle.fault_id)
@@ -219,11 +226,11 @@ def _observe(
     except RevertError:
         restored_by_revert = False
     twin.advance(settings.recovery_s)
-    restored = restored_by_revert and artifact_restored(observer.client, handle) is not False
-    ready = not observer.not_ready()
+    restored = restored_by_revert and artifact_restored(reader.client, handle) is not False
+    ready = not reader.not_ready()
     t4 = twin.advance(settings.clear_s)
     clear = Window(t4 - settings.clear_s, t4)
-    still, _ = _message(observer, entry, clear, now=t4)
+    still, _ = _message(reader, entry, clear, now=t4)
     rate_end, failed_end = observer.entry_rates(at=t4, seconds=settings.clear_s)
     found = Measurements(
         entry_rate_before=_r(rate_before),
@@ -259,13 +266,13 @@ def _settle(twin: TwinProcess) -> None:
     twin.advance(SETTLE_S)
 
 
-def _message(observer: Observer, entry: Entry, window: Window, *, now: float) -> tuple[bool, str | None]:
+def _message(reader: ClusterReader, entry: Entry, window: Window, *, now: float) -> tuple[bool, str | None]:
     """Whether ``entry.log.message`` appears in the window: in a log line of its service, else in an event
     about that service's pods (a pod that never runs says why only in events)."""
     service = frozenset({entry.log.service})
-    if observer.logs(service, window, now=now).contains(entry.log.message):
+    if reader.logs(service, window, now=now).contains(entry.log.message):
         return True, "log"
-    if any(entry.log.message in text for text in observer.events(service, window)):
+    if any(entry.log.message in text for text in reader.events(service, window)):
         return True, "event"
     return False, None
 

@@ -1,5 +1,8 @@
 """Turning what Prometheus and the cluster say into journal records at a boundary: the alert history, the
 entry point's service samples, each live fault's probe and artifact samples; and the agent's inbox.
+
+What Prometheus says is read by the shared ``orchestrator.telemetry.observing.Observer``; the recorder here
+keeps the runner's positions in it and writes the bundle's records.
 """
 
 from __future__ import annotations
@@ -12,13 +15,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.bundle.records import AlertRecord, ProbeSample, Record, ServiceSample
-from orchestrator.cluster.client import KubeClient
+from orchestrator.bundle.records import (
+    AlertRecord,
+    ArtifactSample,
+    ProbeSample,
+    Record,
+    ServiceSample,
+)
+from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
+from orchestrator.cluster.client import KubeClient, NotFound
+from orchestrator.cluster.mechanisms import Handle, artifact_restored
+from orchestrator.errors import ClusterError
 from orchestrator.run.faults import LiveFault
-from orchestrator.run.sampling import Sampler, artifact_sample, probe_of
 from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
-from orchestrator.telemetry.evaluating import AlertEvaluator
-from orchestrator.telemetry.probes import SymptomProbe
+from orchestrator.telemetry.observing import Observer
+from orchestrator.telemetry.probes import HealthyWhen, SymptomProbe
 
 PROBE_WORKERS = 4
 
@@ -51,9 +62,31 @@ def inbox_entry(record: AlertRecord) -> dict[str, Any]:
     return record.model_dump(mode="json", exclude={"v", "kind"})
 
 
+def probe_of(probe: CatalogProbe, namespace: str) -> SymptomProbe:
+    """The catalog's probe with ``$namespace`` substituted, as the telemetry probe model (no side effects)."""
+    return SymptomProbe(
+        query=probe.query.replace("$namespace", namespace),
+        healthy=HealthyWhen(op=probe.healthy.op, value=probe.healthy.value),
+    )
+
+
+def artifact_sample(client: KubeClient, handle: Handle, *, t: float) -> ArtifactSample | None:
+    """Whether a fault's artifact holds its pre-injection value again, read from the cluster; None when there
+    is nothing to compare or the read failed (no observation rather than a wrong one)."""
+    try:
+        restored = artifact_restored(client, handle)
+    except NotFound:
+        restored = False  # the object itself is gone: its setting is certainly not as it was
+    except ClusterError:
+        return None
+    if restored is None:
+        return None
+    return ArtifactSample(fault_id=handle.fault_id, t=t, restored=restored)
+
+
 @dataclass
 class Observation:
-    """Queries under way for one boundary (see ``Observer.start``)."""
+    """Queries under way for one boundary (see ``Recorder.start``)."""
 
     until: float
     pool: ThreadPoolExecutor
@@ -63,17 +96,14 @@ class Observation:
 
 
 @dataclass
-class Observer:
+class Recorder:
     """Keeps the alert history and each live fault's sampling position; appends records through ``record``.
 
-    Side effects: Prometheus queries, cluster reads, journal records.
+    Side effects: Prometheus queries (through ``observer``), cluster reads, journal records.
     """
 
-    evaluator: AlertEvaluator
-    sampler: Sampler
+    observer: Observer
     client: KubeClient
-    namespace: str
-    origin_epoch_s: float
     record: Callable[[Record], object]
     emit: Callable[[dict[str, Any]], None]
     history: list[AlertRecord] = field(default_factory=list)
@@ -108,7 +138,7 @@ class Observer:
             pool=pool,
             probes=pool.submit(self._sample_probes, spans, until),
             alerts=pool.submit(self._evaluate, until),
-            service=pool.submit(self.sampler.service, after=self.service_until, until=until),
+            service=pool.submit(self._sample_service, after=self.service_until, until=until),
         )
 
     def commit(self, observation: Observation) -> None:
@@ -132,8 +162,14 @@ class Observer:
 
     def _evaluate(self, until: float) -> list[AlertRecord]:
         return [
-            bundle_alert(alert, origin_epoch_s=self.origin_epoch_s)
-            for alert in self.evaluator.evaluate(until=self.origin_epoch_s + until)
+            bundle_alert(alert, origin_epoch_s=self.observer.origin_epoch_s)
+            for alert in self.observer.alerts(until=until)
+        ]
+
+    def _sample_service(self, *, after: float, until: float) -> list[ServiceSample]:
+        return [
+            ServiceSample(t=sample.at, q=sample.q, e=sample.e, l=sample.l)
+            for sample in self.observer.service(after=after, until=until)
         ]
 
     def _commit_alerts(self, added: list[AlertRecord]) -> None:
@@ -153,7 +189,7 @@ class Observer:
 
     def start_fault(self, fault: LiveFault) -> None:
         self._probe_until[fault.fault_id] = fault.inject_s
-        self._probes[fault.fault_id] = probe_of(fault.entry.probe, self.namespace)
+        self._probes[fault.fault_id] = probe_of(fault.entry.probe, self.observer.namespace)
 
     def _sample_probes(
         self, spans: Sequence[tuple[str, float, SymptomProbe]], until: float
@@ -161,7 +197,10 @@ class Observer:
         """Probe samples of each fault on the grid since its last sample, up to ``until``."""
 
         def sample(span: tuple[str, float, SymptomProbe]) -> list[ProbeSample]:
-            return self.sampler.probe(span[0], span[2], after=span[1], until=until)
+            return [
+                ProbeSample(fault_id=span[0], t=result.at, value=result.value, healthy=result.healthy)
+                for result in self.observer.probe(span[2], after=span[1], until=until)
+            ]
 
         with ThreadPoolExecutor(max_workers=PROBE_WORKERS) as pool:
             answers = list(pool.map(sample, spans))

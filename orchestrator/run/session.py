@@ -22,7 +22,7 @@ from orchestrator.bundle.records import Invocation, RunEnded
 from orchestrator.run.config import RunConfig
 from orchestrator.run.faults import FaultDriver, LiveFault
 from orchestrator.run.invoking import AgentProcess, agent_environment
-from orchestrator.run.observing import Observer, oracle_truth, write_json_atomically
+from orchestrator.run.observing import Recorder, oracle_truth, write_json_atomically
 from orchestrator.run.plan import RunPlan
 from orchestrator.run.world import World
 from orchestrator.schedule import Activation
@@ -57,7 +57,7 @@ class Session:
     world: World
     journal: Journal
     driver: FaultDriver
-    observer: Observer
+    recorder: Recorder
     agent: AgentProcess | None
     endpoints: Endpoints
     run_dir: Path
@@ -98,14 +98,14 @@ class Session:
                 return "stopped"
             # What happened up to t_k is queried while the boundary's faults are applied: the queries end
             # at t_k, so reverts and injections (which move the world past it) cannot change their answers.
-            observation = self.observer.start(self._live(), until=t_k)
+            observation = self.recorder.start(self._live(), until=t_k)
             try:
                 self._apply(t_k, due)
             finally:
                 with self._phase("observe"):
-                    self.observer.commit(observation)
+                    self.recorder.commit(observation)
             now = self.world.now_s()
-            active, firing = len(self.driver.live), len(self.observer.firing)
+            active, firing = len(self.driver.live), len(self.recorder.firing)
             self.emit({"type": "concurrency", "t": now, "active": active, "firing": firing})
             self._invoke(k)
             self.emit({"type": "boundary", "k": k, "of": self.boundaries, "t": t_k})
@@ -122,11 +122,11 @@ class Session:
                 if fault.activation.end_s <= t_k and fault.fault_id not in self.driver.failed_reverts:
                     self.driver.revert(fault.fault_id)
                     if fault.fault_id not in self.driver.live:  # a failed revert keeps it live and sampled
-                        self.observer.end_fault(fault.fault_id)
+                        self.recorder.end_fault(fault.fault_id)
             while due and due[0].at_s <= t_k:
                 started = self.driver.inject(due.pop(0))
                 if started is not None:
-                    self.observer.start_fault(started)
+                    self.recorder.start_fault(started)
 
     def finish(self, reason: str) -> list[str]:
         """Revert what is left, take the last observations and close the run; returns reverts that failed."""
@@ -135,13 +135,13 @@ class Session:
         live = self._live()
         if reason != "error":
             try:
-                self.observer.observe(live, until=self.world.now_s())
+                self.recorder.observe(live, until=self.world.now_s())
             except Exception as exc:  # the last observations are a nicety; the reverts and the end are not
                 self.emit({"type": "failed", "error": f"final observation skipped: {exc}"})
         left = self.driver.revert_all()
         for fault in live:
             if fault.fault_id not in self.driver.live:
-                self.observer.end_fault(fault.fault_id)
+                self.recorder.end_fault(fault.fault_id)
         now = self.world.now_s()
         self.journal.append(RunEnded(t=now, reason=reason))
         self.ended = True
@@ -168,7 +168,7 @@ class Session:
     def _invoke(self, k: int) -> None:
         if self.agent is None:
             return  # a no-action baseline: nothing is started, nobody reads an inbox
-        write_json_atomically(self.inbox, self.observer.inbox)
+        write_json_atomically(self.inbox, self.recorder.inbox)
         if self.config.agent_name == ORACLE:
             truth = oracle_truth(
                 self._live(), now_s=self.world.now_s(), grace_s=float(self.config.delta_s),
@@ -225,4 +225,4 @@ class Session:
                 with self._phase("advance"):
                     self.world.advance_to(target, stop=self.stop)
             with self._phase("artifacts"):
-                self.observer.artifacts(live, t=self.world.now_s())
+                self.recorder.artifacts(live, t=self.world.now_s())

@@ -1,5 +1,5 @@
 """Starting the parts of one run in order and stopping them in reverse: the world and its Prometheus, the
-journal with the manifest and schedule, the revert ledger and applier, the evaluator and samplers, the tool
+journal with the manifest and schedule, the revert ledger and applier, the observer and its recorder, the tool
 server, the metering proxy and the agent process.
 """
 
@@ -21,13 +21,12 @@ from orchestrator.cluster.mechanisms import Context
 from orchestrator.run.config import RunConfig
 from orchestrator.run.faults import FaultDriver
 from orchestrator.run.invoking import AgentProcess
-from orchestrator.run.observing import Observer
+from orchestrator.run.observing import Recorder
 from orchestrator.run.plan import RunPlan
-from orchestrator.run.sampling import Sampler
 from orchestrator.run.sandbox import Sandbox
 from orchestrator.run.session import ORACLE, Endpoints, Session
 from orchestrator.run.world import World, connect_kube_world, start_twin_world
-from orchestrator.telemetry.evaluating import AlertEvaluator
+from orchestrator.telemetry.observing import Observer
 from orchestrator.telemetry.querying import PrometheusQuerier
 
 CHAOS_NAMESPACE = "chaos-mesh"
@@ -130,17 +129,16 @@ def open_session(
         )  # fmt: skip
         querier = PrometheusQuerier(world.prometheus.url)
         stack.callback(querier.close)
-        origin = world.origin_epoch_s
         observer = Observer(
-            evaluator=AlertEvaluator(plan.rules, querier, start=origin, workers=4),
-            sampler=Sampler(querier=querier, namespace=plan.namespace, entry_point=plan.topology.entry_point,
-                            origin_epoch_s=origin, step_s=config.sample_step_s),
-            client=client, namespace=plan.namespace, origin_epoch_s=origin, record=journal.append, emit=emit,
+            querier=querier, rules=plan.rules, namespace=plan.namespace,
+            entry_point=plan.topology.entry_point, origin_epoch_s=world.origin_epoch_s,
+            step_s=config.sample_step_s,
         )  # fmt: skip
+        recorder = Recorder(observer=observer, client=client, record=journal.append, emit=emit)
         endpoints = Endpoints()
         if config.role == "scored" and config.tools:
             _start_tools(stack, endpoints, config=config, plan=plan, world=world, client=client,
-                         journal=journal, observer=observer, querier=querier)  # fmt: skip
+                         journal=journal, recorder=recorder, querier=querier)  # fmt: skip
         if config.role == "scored" and config.model_url:
             _start_metering(stack, endpoints, config=config, world=world, journal=journal)
         agent = None
@@ -155,7 +153,7 @@ def open_session(
             stack.callback(agent.close)
         world.begin()
         yield Session(
-            config=config, plan=plan, world=world, journal=journal, driver=driver, observer=observer,
+            config=config, plan=plan, world=world, journal=journal, driver=driver, recorder=recorder,
             agent=agent, endpoints=endpoints, run_dir=run_dir, stop=stop, emit=emit, progress=progress,
         )  # fmt: skip
 
@@ -195,7 +193,7 @@ def _start_tools(
     world: World,
     client: Any,
     journal: Journal,
-    observer: Observer,
+    recorder: Recorder,
     querier: PrometheusQuerier,
 ) -> None:
     from orchestrator.interface.backend import Backend
@@ -208,7 +206,7 @@ def _start_tools(
         now_s=world.now_s,
         origin_epoch_s=world.origin_epoch_s,
         sources=SourceStore.of(plan.topology, plan.catalog.entries),
-        alerts=lambda: tuple(observer.history),
+        alerts=lambda: tuple(recorder.history),
         querier=querier,
         traces_url=world.traces_url,
         namespace=plan.namespace,

@@ -112,12 +112,13 @@ def measure_service(
         samples = querier.instant(query, at=at)
         values[name] = samples[0].value if samples and math.isfinite(samples[0].value) else 0.0
     q = values["q"]
-    e = _fraction(values["failed"], q)
-    slow = _fraction(values["total"] - values["fast"], values["total"])
+    e = fraction(values["failed"], q)
+    slow = fraction(values["total"] - values["fast"], values["total"])
     return ServiceSample(at=at, namespace=namespace, service=service, q=q, e=e, l=slow)
 
 
-def _fraction(part: float, whole: float) -> float:
+def fraction(part: float, whole: float) -> float:
+    """``part / whole`` clipped to [0, 1]; 0 when ``whole`` is not positive (no side effects)."""
     if whole <= 0:
         return 0.0
     return min(1.0, max(0.0, part / whole))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from orchestrator.admission.observing import EPOCH_S, Observer, Window
+from orchestrator.admission.observing import EPOCH_S, ClusterReader, Window
 from orchestrator.catalog.loading import Entry, load_catalog
 from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient, ObjectRef
@@ -54,9 +54,7 @@ class World:
         self.book = Ledger(ledger_path)
         self.book.open(Target(kubeconfig=str(twin.kubeconfig), namespace=OB, chaos_namespace=CHAOS_NS))
         self.applier = Applier(ctx=self.ctx, ledger=self.book)
-        self.observer = Observer(
-            client=self.client, querier=self.querier, namespace=OB, entry_point="frontend"
-        )
+        self.reader = ClusterReader(client=self.client, namespace=OB)
 
     def _settle(self) -> None:
         self.twin.advance(5)
@@ -77,7 +75,7 @@ class World:
     def printed(self, entry: Entry, *, seconds: float) -> bool:
         now = self.twin.twin.now
         window = Window(now - seconds, now)
-        return self.observer.logs({entry.log.service}, window, now=now).contains(entry.log.message)
+        return self.reader.logs({entry.log.service}, window, now=now).contains(entry.log.message)
 
     def chaos_objects(self) -> list[str]:
         custom = k8s.CustomObjectsApi(self.client.api)

@@ -8,10 +8,18 @@ from pathlib import Path
 
 from orchestrator.agents.inputs import load_alerts
 from orchestrator.agents.oracle import Truth
+from orchestrator.catalog.faults import Healthy
+from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.cluster.mechanisms import Handle
 from orchestrator.run.faults import LiveFault
-from orchestrator.run.observing import bundle_alert, inbox_entry, oracle_truth, write_json_atomically
+from orchestrator.run.observing import (
+    bundle_alert,
+    inbox_entry,
+    oracle_truth,
+    probe_of,
+    write_json_atomically,
+)
 from orchestrator.schedule import Activation
 from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
 
@@ -88,3 +96,11 @@ def test_only_a_fault_that_heals_by_itself_is_one_shot_for_the_oracle() -> None:
         ).faults
         kinds[entry_id] = seen.one_shot
     assert kinds == {"ob-cart-container-kill": True, "ob-cart-redis-partition": False}
+
+
+def test_a_catalog_probe_is_queried_with_the_run_namespace_substituted() -> None:
+    probe = probe_of(
+        CatalogProbe(query='rate(x{namespace="$namespace"}[2m])', healthy=Healthy(op="<", value=0.5)), "shop"
+    )
+    assert probe.query == 'rate(x{namespace="shop"}[2m])'
+    assert (probe.healthy.op, probe.healthy.value) == ("<", 0.5)

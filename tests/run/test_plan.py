@@ -1,0 +1,62 @@
+"""What a run is planned from: the admitted entries of the catalog and the app's rule groups."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from orchestrator.catalog.admissions import (
+    FILE_NAME as ADMISSION_FILE,
+)
+from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Procedure, render_admission
+from orchestrator.catalog.loading import default_root, load_catalog
+from orchestrator.run.plan import app_rules, read_admission
+from orchestrator.telemetry.rules import load_rule_pack
+
+
+def test_without_an_admission_record_every_entry_may_be_drawn(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    admission = read_admission("online-boutique", root=root)
+    assert admission.admitted is None
+    assert admission.source == "none"
+
+
+def _project(tmp: Path) -> Path:
+    """A project root holding the Online Boutique catalog and topology and nothing else."""
+    for part in ("fault_catalog/online-boutique", "manifests/online-boutique"):
+        shutil.copytree(default_root() / part, tmp / part, ignore=shutil.ignore_patterns(ADMISSION_FILE))
+    return tmp
+
+
+def test_only_admitted_entries_with_an_unchanged_content_hash_are_drawn(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    catalog = load_catalog("online-boutique", root=root)
+    first, second, third = catalog.entries[:3]
+    records = (
+        AdmissionRecord(
+            id=first.id, content_hash=first.content_hash(), admitted=True, reasons=(), measurements=None
+        ),
+        AdmissionRecord(
+            id=second.id, content_hash="edited-since", admitted=True, reasons=(), measurements=None
+        ),
+        AdmissionRecord(
+            id=third.id, content_hash=third.content_hash(), admitted=False, reasons=(), measurements=None
+        ),
+    )
+    procedure = Procedure(seed=1, warmup_s=300, window_s=300, recovery_s=300, rule_pack="1")
+    document = AdmissionFile(app="online-boutique", procedure=procedure, entries=records)
+    (root / "fault_catalog" / "online-boutique" / ADMISSION_FILE).write_text(render_admission(document))
+    admission = read_admission("online-boutique", root=root)
+    assert admission.admitted == frozenset({first.id})
+    assert admission.source == "fault_catalog/online-boutique/admission.json"
+    assert len(admission.sha256) == 64
+
+
+def test_the_rule_groups_of_other_apps_are_not_evaluated() -> None:
+    pack = load_rule_pack()
+    mine = app_rules(pack, "online-boutique")
+    groups = {rule.group for rule in mine.rules}
+    assert "online-boutique" in groups
+    assert not groups & {"train-ticket", "astronomy-shop"}
+    assert len(mine.rules) < len(pack.rules)
+    assert mine.sha256 == pack.sha256
