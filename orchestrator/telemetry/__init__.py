@@ -1,1 +1,2 @@
-"""The Prometheus seam: server management, the query adapter, the rule-pack evaluator and probes."""
+"""The Prometheus seam: server management, the query adapter, the rule-pack evaluator, probes, and the
+observer the runner and admission read Prometheus through."""
