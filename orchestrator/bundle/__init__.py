@@ -11,6 +11,7 @@ A sealed bundle looks like this::
     data/run.jsonl: run_manifest (first line), schedule, run_ended
     data/faults.jsonl: fault_injected, fault_reverted, fault_failed
     data/alerts.jsonl: alert (a new line per state change)
+    data/rules.jsonl: rule_failed (per failed evaluation window), rule_health (per rule, at the run's end)
     data/probes.jsonl: probe_sample, artifact_sample
     data/service.jsonl: service_sample
     data/agent.jsonl: invocation, tool_call, incident_report, intervention, forbidden_attempt

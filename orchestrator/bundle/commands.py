@@ -54,6 +54,9 @@ def _verify(args: argparse.Namespace) -> int:
     if result.ok:
         signature = "signature ok" if result.signed else "unsigned"
         print(f"ok: {args.bundle}: {result.records} records, manifests and hash chains intact, {signature}")
+        for rule in result.unhealthy_rules:
+            failed = f"{rule.failures} of {rule.evaluations} evaluations failed"
+            print(f"  rule {rule.rule} ({rule.group}): {failed}")
         return 0
     print(f"FAILED: {args.bundle}: {len(result.findings)} problem(s)", file=sys.stderr)
     for finding in result.findings:

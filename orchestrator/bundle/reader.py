@@ -30,6 +30,8 @@ from orchestrator.bundle.records import (
     ModelCall,
     ProbeSample,
     Record,
+    RuleFailed,
+    RuleHealth,
     RunEnded,
     RunManifest,
     ScheduleRecord,
@@ -53,6 +55,8 @@ class Bundle:
     reverted: tuple[FaultReverted, ...] = ()
     failed: tuple[FaultFailed, ...] = ()
     alerts: tuple[AlertRecord, ...] = ()
+    rule_failures: tuple[RuleFailed, ...] = ()
+    rule_health: tuple[RuleHealth, ...] = ()  # one per rule, written when the run ended
     probes: tuple[ProbeSample, ...] = ()
     artifacts: tuple[ArtifactSample, ...] = ()
     service: tuple[ServiceSample, ...] = ()
@@ -107,6 +111,8 @@ _FIELD_OF_TYPE: dict[type[Record], str] = {
     FaultReverted: "reverted",
     FaultFailed: "failed",
     AlertRecord: "alerts",
+    RuleFailed: "rule_failures",
+    RuleHealth: "rule_health",
     ProbeSample: "probes",
     ArtifactSample: "artifacts",
     ServiceSample: "service",

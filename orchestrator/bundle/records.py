@@ -20,6 +20,7 @@ from pydantic import (
     StrictStr,
     TypeAdapter,
     field_validator,
+    model_validator,
 )
 
 SCHEMA_VERSION = 1
@@ -180,6 +181,37 @@ class AlertRecord(_Record):
     ends_at: Seconds | None = None
 
 
+class RuleFailed(_Record):
+    """One evaluation window of a rule failed: its query, or turning its answer into alerts at ``t``.
+
+    The rule is evaluated again over the longer window at the next boundary and the other rules go on, so a
+    rule that never fired and a rule that could not be evaluated are told apart by these records."""
+
+    kind: Literal["rule_failed"] = "rule_failed"
+    rule: str = Field(min_length=1)
+    group: str
+    t: Seconds
+    error: str
+
+
+class RuleHealth(_Record):
+    """How one rule of the pack fared over the whole run: its evaluation windows and how many failed.
+
+    Written for every rule of the pack when the run ends, in the pack's order, failed or not."""
+
+    kind: Literal["rule_health"] = "rule_health"
+    rule: str = Field(min_length=1)
+    group: str
+    evaluations: Annotated[int, Field(ge=0)]
+    failures: Annotated[int, Field(ge=0)]
+
+    @model_validator(mode="after")
+    def _no_more_failures_than_evaluations(self) -> RuleHealth:
+        if self.failures > self.evaluations:
+            raise ValueError(f"{self.failures} failures of {self.evaluations} evaluations")
+        return self
+
+
 class ProbeSample(_Record):
     kind: Literal["probe_sample"] = "probe_sample"
     fault_id: str
@@ -288,6 +320,8 @@ Record = (
     | FaultReverted
     | FaultFailed
     | AlertRecord
+    | RuleFailed
+    | RuleHealth
     | ProbeSample
     | ArtifactSample
     | ServiceSample
@@ -310,6 +344,8 @@ STREAM_OF_KIND: dict[str, str] = {
     "fault_reverted": "faults",
     "fault_failed": "faults",
     "alert": "alerts",
+    "rule_failed": "rules",
+    "rule_health": "rules",
     "probe_sample": "probes",
     "artifact_sample": "probes",
     "service_sample": "service",

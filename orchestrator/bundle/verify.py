@@ -1,4 +1,5 @@
-"""Verification of a sealed bundle: BagIt manifests, tag files, per-stream hash chains and the signature.
+"""Verification of a sealed bundle: BagIt manifests, tag files, per-stream hash chains, the signature, and
+that the rule-health summary agrees with the failed rule evaluations journaled before it.
 
 Every check runs and every defect is reported as a ``Finding`` naming the file (and line) at fault, so a
 tampered bundle says what was changed rather than only that something was.
@@ -11,6 +12,7 @@ import binascii
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,8 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from orchestrator.bundle.journal import STREAM_SUFFIX, genesis_hash, scan_stream
+from orchestrator.bundle.journal import PREV_KEY, STREAM_SUFFIX, genesis_hash, scan_stream
+from orchestrator.bundle.records import RECORD_ADAPTER, RuleFailed, RuleHealth
 from orchestrator.bundle.seal import (
     CHAIN_HEADS_FILE,
     PUBLIC_KEY_FILE,
@@ -49,6 +52,7 @@ class Verification:
     findings: tuple[Finding, ...]
     records: int
     signed: bool
+    unhealthy_rules: tuple[RuleHealth, ...] = ()  # rules some of whose evaluations failed (a fact of the run)
 
     @property
     def ok(self) -> bool:
@@ -67,8 +71,12 @@ def verify_bundle(bundle: Path, *, public_key: Path | None = None) -> Verificati
     findings += chain_findings
     signature_findings, signed = _check_signature(bundle, public_key)
     findings += signature_findings
+    rule_findings, unhealthy = _check_rule_health(bundle)
+    findings += rule_findings
     unique = tuple(dict.fromkeys(findings))
-    return Verification(bundle=bundle, findings=unique, records=records, signed=signed)
+    return Verification(
+        bundle=bundle, findings=unique, records=records, signed=signed, unhealthy_rules=unhealthy
+    )
 
 
 def _sha256_file(path: Path) -> str:
@@ -188,6 +196,47 @@ def _head_findings(subject: str, lines: list[bytes], head: str, sealed: Any) -> 
     if head != sealed_head:
         return [Finding(subject, f"line {count}: last record differs from the sealed chain head (altered)")]
     return []
+
+
+def _check_rule_health(bundle: Path) -> tuple[list[Finding], tuple[RuleHealth, ...]]:
+    """The rules stream holds rule records only; once its end-of-run summary is written, nothing follows it,
+    each rule appears in it once, and each rule's failures are the ``rule_failed`` records it has."""
+    subject = f"data/rules{STREAM_SUFFIX}"
+    path = bundle / subject
+    if not path.is_file():
+        return [], ()
+    findings: list[Finding] = []
+    failed: Counter[str] = Counter()
+    health: dict[str, RuleHealth] = {}
+    *complete, _tail = path.read_bytes().split(b"\n")
+    for number, line in enumerate(complete, start=1):
+        try:
+            body = json.loads(line)
+            body.pop(PREV_KEY, None)
+            record = RECORD_ADAPTER.validate_python(body)
+        except (ValueError, AttributeError) as exc:
+            findings.append(Finding(subject, f"line {number}: not a rule record: {exc}"))
+            continue
+        if isinstance(record, RuleFailed):
+            if health:
+                findings.append(Finding(subject, f"line {number}: a failed evaluation after the summary"))
+            failed[record.rule] += 1
+        elif isinstance(record, RuleHealth):
+            if record.rule in health:
+                findings.append(Finding(subject, f"line {number}: rule {record.rule!r} summarised twice"))
+            health[record.rule] = record
+        else:
+            findings.append(Finding(subject, f"line {number}: a {record.kind} record in the rules stream"))
+    if health:
+        for rule in sorted(failed.keys() - health.keys()):
+            findings.append(Finding(subject, f"rule {rule!r} failed but is missing from the summary"))
+        for rule, summary in health.items():
+            if summary.failures != failed[rule]:
+                findings.append(
+                    Finding(subject, f"rule {rule!r}: the summary counts {summary.failures} failed "
+                                     f"evaluations, the stream holds {failed[rule]}")
+                )  # fmt: skip
+    return findings, tuple(summary for summary in health.values() if summary.failures)
 
 
 def _check_signature(bundle: Path, public_key: Path | None) -> tuple[list[Finding], bool]:

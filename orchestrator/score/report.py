@@ -1,4 +1,5 @@
-"""The self-contained HTML report of one run: timeline, concurrency, degradation, stages, per-fault table.
+"""The self-contained HTML report of one run: timeline, concurrency, degradation, stages, per-fault table,
+and the health of the rule pack's evaluation.
 
 One file, inline SVG and CSS only: it opens offline and never fetches anything.
 """
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from html import escape
 
 from orchestrator.bundle.reader import Bundle
-from orchestrator.bundle.records import ServiceSample
+from orchestrator.bundle.records import RuleFailed, ServiceSample
 from orchestrator.score.attribution import latest_alerts, run_end
 from orchestrator.score.charts import (
     AGENT_COLOUR,
@@ -98,6 +99,35 @@ def _fault_rows(outcomes: Sequence[FaultOutcome]) -> str:
     return '<table class="faults">' + "".join(rows) + "</table>"
 
 
+def rule_health_html(bundle: Bundle) -> str:
+    """The "Rule health" section's body: whether every rule could be evaluated, and for each rule that could
+    not, how often and why (no side effects). A rule that failed may have missed alerts it should fire."""
+    first: dict[str, RuleFailed] = {}
+    failed: dict[str, int] = {}
+    for failure in bundle.rule_failures:
+        first.setdefault(failure.rule, failure)
+        failed[failure.rule] = failed.get(failure.rule, 0) + 1
+    summary = {health.rule: health for health in bundle.rule_health}
+    if summary:
+        windows = sum(health.evaluations for health in summary.values())
+        rules = f"{len(summary)} rule" + ("" if len(summary) == 1 else "s")
+        lead = f"{rules} evaluated over {windows} windows; "
+    elif failed:
+        lead = "the run ended without its summary; "
+    else:
+        return "<p>No rule health recorded: the run ended before its summary, or predates it.</p>"
+    if not failed:
+        return f'<p class="rule-health">{escape(lead)}none failed.</p>'
+    rows = ["<tr><th>rule</th><th>group</th><th>failed windows</th><th>first failure</th></tr>"]
+    for name in sorted(failed):
+        of = f" of {summary[name].evaluations}" if name in summary else ""
+        one = first[name]
+        cells = [name, one.group, f"{failed[name]}{of}", f"t={one.t:.0f} s: {one.error}"]
+        rows.append('<tr class="rule-failed">' + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    said = f"{len(failed)} failed: alerts they should have fired may be missing."
+    return f'<p class="rule-health">{escape(lead + said)}</p><table class="rules">{"".join(rows)}</table>'
+
+
 def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> str:
     """The report as one HTML string, the same for the same inputs (no side effects)."""
     manifest = bundle.manifest
@@ -165,6 +195,8 @@ def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> s
             stage_bars_svg(stages),
             "<h2>Faults</h2>",
             _fault_rows(card.outcomes),
+            "<h2>Rule health</h2>",
+            rule_health_html(bundle),
             "</body></html>\n",
         ]
     )

@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 
 from orchestrator.bundle.reader import Bundle
-from orchestrator.bundle.records import Record, ServiceSample
+from orchestrator.bundle.records import Record, RuleFailed, RuleHealth, ServiceSample
 from orchestrator.score.charts import AGENT_COLOUR, BASELINE_COLOUR, OUTCOME_COLOURS
-from orchestrator.score.report import concurrency_points, concurrency_summary, render_report
-from orchestrator.score.scorecard import score_bundle
+from orchestrator.score.report import concurrency_points, concurrency_summary, render_report, rule_health_html
+from orchestrator.score.scorecard import score_bundle, scorecard_json
 from tests.bundle.commandline import run_command
 from tests.score.scenario import act, alert, build, fault, probes, report
 
 RIGHT = {"culprits": ["cartservice"], "artifact": "config:cartservice/env/REDIS_ADDR"}
 
 
-def _run(tmp_path: Path) -> tuple[Bundle, Bundle]:
+def _records() -> list[Record]:
     records: list[Record] = [
         # f1 handled end to end; f2 located only; f3 correlated only; f4 acted on; f5 missed.
         *fault("f1", inject=0, revert=600),
@@ -44,7 +44,11 @@ def _run(tmp_path: Path) -> tuple[Bundle, Bundle]:
         *fault("f5", inject=900, revert=1500),
     ]
     records += [ServiceSample(t=60.0 * n, q=20.0, e=0.1 if 5 <= n <= 20 else 0.0, l=0.05) for n in range(31)]
-    agent = build(tmp_path, records, name="agent")
+    return records
+
+
+def _run(tmp_path: Path) -> tuple[Bundle, Bundle]:
+    agent = build(tmp_path, _records(), name="agent")
     noop = build(
         tmp_path,
         [ServiceSample(t=60.0 * n, q=20.0, e=0.3 if 5 <= n <= 25 else 0.0, l=0.05) for n in range(31)],
@@ -89,6 +93,37 @@ def test_the_report_is_one_file_that_fetches_nothing(tmp_path: Path) -> None:
     assert html.replace('xmlns="http://www.w3.org/2000/svg"', "").count("http") == 0
     assert html.count('class="fault-bar') == 5
     assert html.count('<tr class="fault-row"') == 5
+
+
+def test_the_rule_health_section_names_each_rule_that_failed_and_the_scores_stay_the_same(
+    tmp_path: Path,
+) -> None:
+    agent, noop = _run(tmp_path)
+    assert "No rule health recorded" in rule_health_html(agent)
+    error = "Prometheus rejected the query: parse error <unclosed>"
+    rules: list[Record] = [
+        RuleFailed(rule="CartBroken", group="online-boutique", t=120.0, error=error),
+        RuleFailed(rule="CartBroken", group="online-boutique", t=240.0, error="later"),
+        RuleHealth(rule="CartBroken", group="online-boutique", evaluations=30, failures=2),
+        RuleHealth(rule="CartErrors", group="online-boutique", evaluations=30, failures=0),
+    ]
+    failing = build(tmp_path, [*_records(), *rules], name="failing")
+    html = render_report(failing, noop, score_bundle(failing, noop))
+    assert "<h2>Rule health</h2>" in html
+    assert "2 rules evaluated over 60 windows; 1 failed" in html
+    assert html.count('<tr class="rule-failed">') == 1
+    assert "<td>CartBroken</td><td>online-boutique</td><td>2 of 30</td>" in html
+    assert "t=120 s: Prometheus rejected the query: parse error &lt;unclosed&gt;" in html
+    assert "later" not in html  # the first failure of each rule is shown
+    assert scorecard_json(score_bundle(failing, noop)) == scorecard_json(score_bundle(agent, noop))
+
+    healthy = build(tmp_path, [*_records(), rules[-1]], name="healthy")
+    assert rule_health_html(healthy) == (
+        '<p class="rule-health">1 rule evaluated over 30 windows; none failed.</p>'
+    )
+    cut = build(tmp_path, [*_records(), rules[0]], name="cut")
+    assert "the run ended without its summary; 1 failed" in rule_health_html(cut)
+    assert "<td>1</td>" in rule_health_html(cut)
 
 
 class _Elements(HTMLParser):
