@@ -14,6 +14,7 @@ structured error results at the edge. Never return error strings.
      ├── ClusterError               the Kubernetes API failed or answered unexpectedly
      │    └── ApiStatusError        the twin's API refused a request (a Kubernetes Status)
      ├── TelemetryError             Prometheus is missing, unhealthy or answered with an error
+     │    └── QueryRejected         Prometheus answered a query with an error (bad PromQL, a limit)
      ├── BundleError                a run bundle is unreadable, or fails verification
      └── AgentError                 an agent invocation could not be started
 """
@@ -101,6 +102,15 @@ class ApiStatusError(ClusterError):
 
 class TelemetryError(OrchestratorError):
     """Prometheus is missing, unhealthy, or answered with an error."""
+
+
+class QueryRejected(TelemetryError):
+    """Prometheus answered a query with an error status; ``answer`` is what it said (without which server
+    said it, so that equal runs on different ports record equal words)."""
+
+    def __init__(self, message: str, *, answer: str) -> None:
+        self.answer = answer
+        super().__init__(message)
 
 
 class BundleError(OrchestratorError):

@@ -3,7 +3,8 @@ boundary, then Prometheus' alerting semantics (``alerts.step``) at every evaluat
 
 Evaluation times are multiples of the group's interval counted from time 0, so they do not depend on when
 boundaries fall. A rule whose query fails is recorded and retried over the longer span at the next boundary;
-the other rules go on (Prometheus marks such a rule unhealthy and the group continues).
+the other rules go on (Prometheus marks such a rule unhealthy and the group continues). Each rule counts its
+evaluation windows (one range query each) and the windows that failed: its health.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from orchestrator.errors import TelemetryError
+from orchestrator.errors import QueryRejected, TelemetryError
 from orchestrator.telemetry.alerts import (
     ActiveAlert,
     AlertRecord,
@@ -29,12 +30,23 @@ from orchestrator.telemetry.rules import AlertRule, RulePack
 
 @dataclass(frozen=True)
 class RuleFailure:
-    """A rule could not be evaluated: its query failed, or its result was not a valid alert vector."""
+    """One evaluation window of a rule failed: its query failed (``at`` is the window's last evaluation
+    time), or its result was not a valid alert vector (``at`` is the first time in it where it was not)."""
 
     rule: str
     group: str
     at: float
     message: str
+
+
+@dataclass(frozen=True)
+class RuleHealth:
+    """How many evaluation windows of one rule there were so far, and how many of them failed."""
+
+    rule: str
+    group: str
+    evaluations: int
+    failures: int
 
 
 def evaluation_times(*, after: float, until: float, interval: float) -> list[float]:
@@ -72,9 +84,11 @@ class AlertEvaluator:
         self._workers = max(1, workers)
         self._evaluated_until = [start] * len(pack.rules)
         self._states = [RuleState() for _ in pack.rules]
+        self._windows = [0] * len(pack.rules)
+        self._failed_windows = [0] * len(pack.rules)
         self._history: list[AlertRecord] = []
         self.transitions: list[Transition] = []
-        self.failures: list[RuleFailure] = []
+        self.failures: list[RuleFailure] = []  # one per failed window, in the order they were evaluated
 
     @property
     def history(self) -> list[AlertRecord]:
@@ -89,6 +103,14 @@ class AlertEvaluator:
             for alert in state.active.values()
         ]
 
+    def health(self) -> list[RuleHealth]:
+        """Every rule's windows and failed windows so far, in the pack's order."""
+        counts = zip(self.pack.rules, self._windows, self._failed_windows, strict=True)
+        return [
+            RuleHealth(rule=rule.name, group=rule.group, evaluations=windows, failures=failed)
+            for rule, windows, failed in counts
+        ]
+
     def evaluate(self, *, until: float) -> list[AlertRecord]:
         """Evaluate every rule at each of its evaluation times since the previous call, up to ``until``;
         return the records this adds to the history (alerts that started firing or resolved)."""
@@ -101,16 +123,20 @@ class AlertEvaluator:
             answers = list(pool.map(lambda job: self._query(job[1], job[2]), jobs))
         added: list[tuple[float, int, Transition]] = []
         for (i, rule, times), answer in zip(jobs, answers, strict=True):
+            self._windows[i] += 1
             if isinstance(answer, RuleFailure):
-                self.failures.append(answer)
+                self._failed(i, answer)
                 continue
+            failure: RuleFailure | None = None
             for at, vector in zip(times, vectors_by_time(answer, times), strict=True):
                 try:
                     self._states[i], transitions = step(rule, self._states[i], vector=vector, at=at)
                 except RuleEvaluationError as exc:
-                    self.failures.append(RuleFailure(rule.name, rule.group, at, str(exc)))
+                    failure = failure or RuleFailure(rule.name, rule.group, at, str(exc))
                     continue
                 added.extend((at, i, transition) for transition in transitions)
+            if failure is not None:
+                self._failed(i, failure)
             self._evaluated_until[i] = times[-1]
         added.sort(key=lambda item: (item[0], item[1], item[2].alert.labels))
         self.transitions.extend(transition for _, _, transition in added)
@@ -118,8 +144,15 @@ class AlertEvaluator:
         self._history.extend(records)
         return records
 
+    def _failed(self, i: int, failure: RuleFailure) -> None:
+        self._failed_windows[i] += 1
+        self.failures.append(failure)
+
     def _query(self, rule: AlertRule, times: list[float]) -> list[Series] | RuleFailure:
         try:
             return self._querier.range(rule.expr, start=times[0], end=times[-1], step=rule.interval)
+        except QueryRejected as exc:  # what the server said, not where it listens: equal runs, equal words
+            message = f"Prometheus rejected the query: {exc.answer}"
+            return RuleFailure(rule.name, rule.group, times[-1], message)
         except TelemetryError as exc:
             return RuleFailure(rule.name, rule.group, times[-1], str(exc))

@@ -16,7 +16,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
-from orchestrator.errors import TelemetryError
+from orchestrator.errors import QueryRejected, TelemetryError
 from orchestrator.telemetry.alerts import Sample
 
 MAX_POINTS_PER_QUERY = 10_000  # Prometheus refuses range queries over 11,000 points per series
@@ -116,7 +116,8 @@ class PrometheusQuerier:
         try:
             return thunk()
         except PrometheusApiClientException as exc:
-            raise TelemetryError(f"Prometheus at {self.url} rejected {what!r}: {exc}") from exc
+            message = f"Prometheus at {self.url} rejected {what!r}: {exc}"
+            raise QueryRejected(message, answer=str(exc)) from exc
         except requests.RequestException as exc:
             raise TelemetryError(f"Prometheus at {self.url} unreachable for {what!r}: {exc}") from exc
         except (ValueError, KeyError, TypeError) as exc:

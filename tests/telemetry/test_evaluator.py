@@ -148,3 +148,37 @@ def test_pending_transitions_are_kept_apart_from_the_history(
         ("EvalSlow", "pending", 180.0),
     ]
     assert [r.rule for r in evaluator.history] == ["EvalHighErrors"]
+
+
+TWICE = """
+groups:
+  - name: errors
+    interval: 15s
+    rules:
+      - alert: EvalTwice
+        expr: '{__name__=~"eval_errors|eval_latency", service="cart"}'
+"""
+
+
+def test_each_rule_counts_its_windows_and_the_windows_that_failed_once_each(
+    prometheus: PrometheusServer, pack_dir: Path, tmp_path: Path
+) -> None:
+    # The repeated boundary has nothing new to evaluate, except the failed rule's window, which is retried.
+    evaluator = run(prometheus, pack_dir, [T0 + 120, T0 + 240, T0 + 240, T0 + 360])
+    assert [(h.rule, h.group, h.evaluations, h.failures) for h in evaluator.health()] == [
+        ("EvalHighErrors", "errors", 3, 0), ("EvalBroken", "errors", 4, 4), ("EvalSlow", "slow", 3, 0),
+    ]  # fmt: skip
+    assert [(f.rule, f.at - T0) for f in evaluator.failures] == [
+        ("EvalBroken", 120.0), ("EvalBroken", 240.0), ("EvalBroken", 240.0), ("EvalBroken", 360.0),
+    ]  # fmt: skip
+    port = prometheus.url.rsplit(":", 1)[-1]
+    for failure in evaluator.failures:  # what Prometheus said, not where it listens
+        assert failure.message.startswith("Prometheus rejected the query: ")
+        assert "parse error" in failure.message
+        assert port not in failure.message
+
+    # Two series that become one alert are a failure at every evaluation time, journaled once per window.
+    twice = run(prometheus, write_pack(tmp_path / "twice", TWICE), [T0 + 120, T0 + 240])
+    assert [(h.evaluations, h.failures) for h in twice.health()] == [(2, 2)]
+    assert [(f.rule, f.at - T0) for f in twice.failures] == [("EvalTwice", 15.0), ("EvalTwice", 135.0)]
+    assert "same labelset" in twice.failures[0].message
