@@ -1,5 +1,6 @@
 """Turning what Prometheus and the cluster say into journal records at a boundary: the alert history, the
-entry point's service samples, each live fault's probe and artifact samples; and the agent's inbox.
+rule evaluations that failed, the entry point's service samples, each live fault's probe and artifact
+samples; and the agent's inbox. At the run's end, each rule's health.
 
 What Prometheus says is read by the shared ``orchestrator.telemetry.observing.Observer``; the recorder here
 keeps the runner's positions in it and writes the bundle's records.
@@ -20,6 +21,8 @@ from orchestrator.bundle.records import (
     ArtifactSample,
     ProbeSample,
     Record,
+    RuleFailed,
+    RuleHealth,
     ServiceSample,
 )
 from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
@@ -28,6 +31,7 @@ from orchestrator.cluster.mechanisms import Handle, artifact_restored
 from orchestrator.errors import ClusterError
 from orchestrator.run.faults import LiveFault
 from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
+from orchestrator.telemetry.evaluating import RuleFailure
 from orchestrator.telemetry.observing import Observer
 from orchestrator.telemetry.probes import HealthyWhen, SymptomProbe
 
@@ -43,6 +47,13 @@ def bundle_alert(alert: EvaluatedAlert, *, origin_epoch_s: float) -> AlertRecord
         annotations=dict(alert.annotations),
         starts_at=round(alert.starts_at - origin_epoch_s, 3),
         ends_at=None if alert.ends_at is None else round(alert.ends_at - origin_epoch_s, 3),
+    )
+
+
+def bundle_rule_failure(failure: RuleFailure, *, origin_epoch_s: float) -> RuleFailed:
+    """A failed evaluation window in schedule time, as the bundle keeps it (no side effects)."""
+    return RuleFailed(
+        rule=failure.rule, group=failure.group, t=round(failure.at - origin_epoch_s, 3), error=failure.message
     )
 
 
@@ -112,6 +123,7 @@ class Recorder:
     service_until: float = 0.0
     _probe_until: dict[str, float] = field(default_factory=dict)
     _probes: dict[str, SymptomProbe] = field(default_factory=dict)
+    _rule_failures_journaled: int = 0
 
     def observe(self, faults: Sequence[LiveFault], *, until: float) -> None:
         """Everything Prometheus says up to schedule time ``until``, journaled."""
@@ -156,6 +168,7 @@ class Recorder:
             if fault_id in self._probes:  # not ended meanwhile
                 self._probe_until[fault_id] = max(after, until)
         self._commit_alerts(alert_answers)
+        self._commit_rule_failures()
         for sample in service_answers:
             self.record(sample)
         self.service_until = max(self.service_until, until)
@@ -185,6 +198,25 @@ class Recorder:
             self.emit(
                 {"type": "alert", "alert_id": alert.alert_id, "rule": alert.rule, "state": state,
                  "service": alert.labels.get("service", ""), "t": alert.ends_at or alert.starts_at}
+            )  # fmt: skip
+
+    def _commit_rule_failures(self) -> None:
+        """The evaluation windows that failed since the last commit (no evaluation is under way now)."""
+        failures = self.observer.evaluator.failures
+        for failure in failures[self._rule_failures_journaled :]:
+            self.record(bundle_rule_failure(failure, origin_epoch_s=self.observer.origin_epoch_s))
+        self._rule_failures_journaled = len(failures)
+
+    def commit_rule_health(self) -> None:
+        """Every rule's evaluations and failures over the run, once at its end, after any failure not yet
+        journaled (an observation that broke off), so that the summary and the failures agree."""
+        self._commit_rule_failures()
+        for health in self.observer.evaluator.health():
+            self.record(
+                RuleHealth(
+                    rule=health.rule, group=health.group, evaluations=health.evaluations,
+                    failures=health.failures,
+                )
             )  # fmt: skip
 
     def start_fault(self, fault: LiveFault) -> None:

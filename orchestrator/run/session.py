@@ -2,8 +2,8 @@
 
 At each boundary k (t_k = k * delta): the world reaches t_k; live faults' probes and artifacts are sampled
 up to it; due reverts, then due injections are applied; the rule pack is evaluated and the entry point
-sampled up to now; the inbox is rewritten; the agent is invoked. The end reverts whatever is left and
-closes the journal's windows with ``RunEnded``. Sealing and scoring are the caller's.
+sampled up to now; the inbox is rewritten; the agent is invoked. The end reverts whatever is left, journals
+each rule's health and closes the journal's windows with ``RunEnded``. Sealing and scoring are the caller's.
 """
 
 from __future__ import annotations
@@ -142,6 +142,7 @@ class Session:
         for fault in live:
             if fault.fault_id not in self.driver.live:
                 self.recorder.end_fault(fault.fault_id)
+        self.recorder.commit_rule_health()
         now = self.world.now_s()
         self.journal.append(RunEnded(t=now, reason=reason))
         self.ended = True
