@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orchestrator.catalog.faults import Artifact, ChaosFault, CodeFault, ConfigFault
+from orchestrator.catalog.faults import Artifact, ChaosFault, CodeFault, ConfigFault, Entry
 from orchestrator.catalog.topology import Call, Topology, affected_scope
 from orchestrator.catalog.yamlfile import Document, Loc
 from orchestrator.errors import Problem
@@ -41,22 +41,8 @@ KNOWN_SERIES: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-# Which artifact kinds each chaos recipe can be responsible for.
-CHAOS_KINDS: dict[str, frozenset[str]] = {
-    "NetworkChaos": frozenset({"network"}),
-    "HTTPChaos": frozenset({"network"}),
-    "DNSChaos": frozenset({"dns"}),
-    "PodChaos": frozenset({"pod"}),
-    "terminate-pods": frozenset({"pod"}),
-    "StressChaos": frozenset({"cpu", "memory"}),
-    "IOChaos": frozenset({"io"}),
-    "drain-node": frozenset({"node"}),
-}
-
 _SELECTOR = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\s*\{")
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-
-Entry = CodeFault | ConfigFault | ChaosFault
 
 
 def located(document: Document, loc: Loc, message: str) -> Problem:
@@ -120,7 +106,7 @@ def _artifact_problems(entry: Entry, topology: Topology) -> list[str]:
             f"does not describe what the recipe changes; expected {' or '.join(map(str, expected))}"
         )
     if isinstance(entry, ChaosFault):
-        kinds = CHAOS_KINDS[entry.inject.kind]
+        kinds = frozenset(entry.inject.chaos_kind.artifacts)
         if artifact.kind not in kinds:
             problems.append(f"kind {artifact.kind!r} does not fit {entry.inject.kind} ({_listed(kinds)})")
         elif entry.target in services and names.get("workload", entry.target) != entry.target:
@@ -197,8 +183,9 @@ def _recipe_problems(entry: Entry, topology: Topology) -> list[tuple[Loc, str]]:
             problems.append(
                 (("inject", "spec", "target"), f"selects {selected!r} but the artifact names {peer!r}")
             )
+        # A fault blamed on a node acts on the node its spec names.
         node = entry.responsible.names().get("node")
-        if entry.inject.kind == "drain-node" and spec.get("node") != node:
+        if "node" in entry.inject.chaos_kind.artifacts and spec.get("node") != node:
             problems.append((("inject", "spec", "node"), f"must name the artifact's node ({node})"))
     return problems
 

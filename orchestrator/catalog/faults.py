@@ -16,6 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
+from orchestrator.vocabulary.artifacts import ARTIFACT_GRAMMAR, ARTIFACT_KIND_LIST, ARTIFACT_KINDS, IMAGE_TAG
+from orchestrator.vocabulary.chaos import CHAOS_ARTIFACT_KINDS, CHAOS_KIND, ChaosKind, one_of
+
 
 class Category(StrEnum):
     CODE_BUG = "code-bug"
@@ -45,77 +48,16 @@ class Mechanism(StrEnum):
     CHAOS = "chaos"
 
 
-ARTIFACT_KINDS: tuple[str, ...] = (
-    "release", "config", "resources", "replicas", "probe", "service", "credentials", "feature-flag",
-    "network", "dns", "pod", "cpu", "memory", "io", "node",
-)  # fmt: skip
-
 # Which artifact kinds each mechanism can be responsible for.
 KINDS_BY_MECHANISM: dict[Mechanism, frozenset[str]] = {
     Mechanism.CODE: frozenset({"release"}),
     Mechanism.CONFIG: frozenset(
         {"config", "resources", "replicas", "probe", "service", "credentials", "feature-flag", "release"}
     ),
-    Mechanism.CHAOS: frozenset({"network", "dns", "pod", "cpu", "memory", "io", "node"}),
+    Mechanism.CHAOS: CHAOS_ARTIFACT_KINDS,
 }
 
 _REGISTRY_PREFIX = re.compile(r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)+")
-
-_NAME = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
-_ENV = r"[A-Za-z_][A-Za-z0-9_]*"
-IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
-
-# The canonical REFERENCE of each kind in a catalog entry (fault_catalog/README.md). Named groups
-# ``workload``, ``service`` and ``peer`` name services of the app's topology, ``node`` and ``zone`` its nodes;
-# the loader checks that they exist. Agents may report a bare KIND; the catalog always pins the reference.
-ARTIFACT_GRAMMAR: dict[str, tuple[str, re.Pattern[str]]] = {
-    kind: (form, re.compile(pattern))
-    for kind, form, pattern in (
-        ("release", "release:<workload>@<tag>", rf"^(?P<workload>{_NAME})@(?P<tag>{IMAGE_TAG})$"),
-        (
-            "config",
-            "config:<workload>/env/<NAME> | config:<workload>/port/<name>",
-            rf"^(?P<workload>{_NAME})/(?:env/{_ENV}|port/[a-z0-9-]+)$",
-        ),
-        (
-            "resources",
-            "resources:<workload>/(requests|limits)/(cpu|memory)",
-            rf"^(?P<workload>{_NAME})/(?:requests|limits)/(?:cpu|memory)$",
-        ),
-        ("replicas", "replicas:<workload>", rf"^(?P<workload>{_NAME})$"),
-        (
-            "probe",
-            "probe:<workload>/(readiness|liveness)",
-            rf"^(?P<workload>{_NAME})/(?:readiness|liveness)$",
-        ),
-        (
-            "service",
-            "service:<service>/(targetPort|port|selector)",
-            rf"^(?P<service>{_NAME})/(?:targetPort|port|selector)$",
-        ),
-        (
-            "credentials",
-            "credentials:<workload>/env/<NAME> | credentials:<workload>/secret/<name>",
-            rf"^(?P<workload>{_NAME})/(?:env/{_ENV}|secret/{_NAME})$",
-        ),
-        ("feature-flag", "feature-flag:<flag>", r"^(?P<flag>[A-Za-z][A-Za-z0-9_.-]*)$"),
-        (
-            "network",
-            "network:<from>-><to> | network:<target>",
-            rf"^(?P<workload>{_NAME})(?:->(?P<peer>{_NAME}))?$",
-        ),
-        ("dns", "dns:<target>", rf"^(?P<workload>{_NAME})$"),
-        ("pod", "pod:<workload>", rf"^(?P<workload>{_NAME})$"),
-        ("cpu", "cpu:<workload>", rf"^(?P<workload>{_NAME})$"),
-        ("memory", "memory:<workload>", rf"^(?P<workload>{_NAME})$"),
-        ("io", "io:<workload>", rf"^(?P<workload>{_NAME})$"),
-        (
-            "node",
-            "node:<node> | node:zone/<zone>",
-            r"^(?:zone/(?P<zone>[A-Za-z0-9][A-Za-z0-9._-]*)|(?P<node>[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?))$",
-        ),
-    )
-}
 
 
 @dataclass(frozen=True, order=True)
@@ -130,7 +72,7 @@ class Artifact:
         kind, _, reference = text.strip().partition(":")
         kind = kind.strip().lower()
         if kind not in ARTIFACT_KINDS:
-            raise ValueError(f"unknown artifact kind {kind!r}; expected one of {', '.join(ARTIFACT_KINDS)}")
+            raise ValueError(f"unknown artifact kind {kind!r}; expected one of {ARTIFACT_KIND_LIST}")
         return cls(kind=kind, reference=reference.strip())
 
     def __str__(self) -> str:
@@ -138,10 +80,10 @@ class Artifact:
 
     def canonical(self) -> re.Match[str]:
         """The reference matched against its kind's grammar; ``ValueError`` names the expected form."""
-        form, pattern = ARTIFACT_GRAMMAR[self.kind]
-        match = pattern.match(self.reference)
+        grammar = ARTIFACT_GRAMMAR[self.kind]
+        match = grammar.pattern.match(self.reference)
         if match is None:
-            raise ValueError(f"artifact {str(self)!r} does not follow the form {form}")
+            raise ValueError(f"artifact {str(self)!r} does not follow the form {grammar.form}")
         return match
 
     def names(self) -> dict[str, str]:
@@ -219,7 +161,7 @@ class SourceChange(_Strict):
 
 
 class CodeInject(_Strict):
-    image_tag: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+    image_tag: str = Field(pattern=rf"^{IMAGE_TAG}$")
     change_cause: str = Field(min_length=8)
     release_note: str = Field(min_length=8)
     behaviour: BuildBehaviour
@@ -264,44 +206,29 @@ class ConfigInject(_Strict):
         return self
 
 
-ChaosKind = Literal[
-    "PodChaos", "NetworkChaos", "StressChaos", "DNSChaos", "IOChaos", "HTTPChaos",
-    "terminate-pods", "drain-node",
-]  # fmt: skip
-
-
 class ChaosInject(_Strict):
     """A Chaos Mesh object (``spec`` without the selector, built from the target) or a pod/node action."""
 
-    kind: ChaosKind
+    kind: str
     spec: dict[str, Any] = {}
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in CHAOS_KIND:
+            raise ValueError(f"Input should be {one_of(tuple(CHAOS_KIND))}")
+        return value
+
     @model_validator(mode="after")
-    def _crd_has_action(self) -> ChaosInject:
-        if self.kind == "StressChaos":
-            if "stressors" not in self.spec:
-                raise ValueError("StressChaos spec needs 'stressors'")
-        elif self.kind == "HTTPChaos":
-            # HTTPChaos has no 'action': the fields present say what it does to matching requests.
-            if not {"abort", "delay", "replace", "patch"} & set(self.spec) or "port" not in self.spec:
-                raise ValueError("HTTPChaos spec needs 'port' and one of abort, delay, replace, patch")
-        elif self.kind in CHAOS_ACTIONS:
-            action = self.spec.get("action")
-            if action not in CHAOS_ACTIONS[self.kind]:
-                allowed = ", ".join(sorted(CHAOS_ACTIONS[self.kind]))
-                raise ValueError(f"{self.kind} spec needs an 'action' ({allowed}), not {action!r}")
-        if self.kind == "drain-node" and not isinstance(self.spec.get("node"), str):
-            raise ValueError("drain-node spec needs the 'node' to drain")
+    def _spec_fits_kind(self) -> ChaosInject:
+        problem = self.chaos_kind.spec_problem(self.spec)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
-
-# Actions Chaos Mesh accepts per kind (StressChaos and HTTPChaos have none).
-CHAOS_ACTIONS: dict[str, frozenset[str]] = {
-    "PodChaos": frozenset({"pod-kill", "pod-failure", "container-kill"}),
-    "NetworkChaos": frozenset({"netem", "delay", "loss", "duplicate", "corrupt", "partition", "bandwidth"}),
-    "DNSChaos": frozenset({"error", "random"}),
-    "IOChaos": frozenset({"latency", "fault", "attrOverride", "mistake"}),
-}
+    @property
+    def chaos_kind(self) -> ChaosKind:
+        return CHAOS_KIND[self.kind]
 
 
 class _Entry(_Strict):
@@ -396,11 +323,13 @@ class ChaosFault(_Entry):
         return self.revert == "await-recovery"
 
 
-FaultEntry = Annotated[CodeFault | ConfigFault | ChaosFault, Field(discriminator="mechanism")]
-FAULT_ENTRY: TypeAdapter[CodeFault | ConfigFault | ChaosFault] = TypeAdapter(FaultEntry)
+# A catalog entry: the variant its ``mechanism`` selects.
+Entry = CodeFault | ConfigFault | ChaosFault
+FaultEntry = Annotated[Entry, Field(discriminator="mechanism")]
+FAULT_ENTRY: TypeAdapter[Entry] = TypeAdapter(FaultEntry)
 
 
-def interference_keys(entry: CodeFault | ConfigFault | ChaosFault) -> frozenset[str]:
+def interference_keys(entry: Entry) -> frozenset[str]:
     """Keys two active faults must not share: the responsible artifact and the (target, mechanism) slot.
 
     No side effects. A config fault on an env var and a code fault on the same Deployment have different
