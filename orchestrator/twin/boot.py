@@ -25,7 +25,7 @@ from orchestrator.twin.model.engine import AppModel
 from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.state import Snapshot, ViewCache, snapshot
-from orchestrator.twin.resources import BY_PLURAL, CHAOS_GROUP, CHAOS_KINDS
+from orchestrator.twin.resources import BY_PLURAL, CHAOS_TYPES
 from orchestrator.twin.runtime import ModelRuntime
 from orchestrator.twin.telemetry import SCRAPE_SECONDS, Telemetry
 
@@ -41,7 +41,6 @@ _SECRETS = BY_PLURAL[("", "secrets")]
 _NODES = BY_PLURAL[("", "nodes")]
 _DEPLOYMENTS = BY_PLURAL[("apps", "deployments")]
 _STATEFULSETS = BY_PLURAL[("apps", "statefulsets")]
-_CHAOS = tuple(BY_PLURAL[(CHAOS_GROUP, kind.lower())] for kind in CHAOS_KINDS)
 
 
 def read_manifests(app: str, *, root: Path) -> list[dict[str, Any]]:
@@ -147,7 +146,7 @@ class Twin:
 
     def snapshot(self, now: float) -> Snapshot:
         store, ns = self.cluster.store, self.namespace
-        chaos = [obj for rtype in _CHAOS for obj in store.list(rtype)]
+        chaos = [obj for rtype in CHAOS_TYPES for obj in store.list(rtype)]
         return snapshot(
             namespace=ns,
             now=now,

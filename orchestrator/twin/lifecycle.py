@@ -20,7 +20,6 @@ from orchestrator.twin.podstate import (
     PodTrack,
     backoff,
     build_status,
-    go_duration,
     image_size,
     probe_failure,
     probe_ready,
@@ -31,6 +30,7 @@ from orchestrator.twin.scheduling import NodeSlot, Scheduler, slots
 from orchestrator.twin.store import NODES, PODS, Obj, Store
 from orchestrator.twin.timefmt import rfc3339
 from orchestrator.twin.workloads import object_key
+from orchestrator.vocabulary.quantities import go_duration
 
 
 class Kubelet:

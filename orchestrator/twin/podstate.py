@@ -137,11 +137,6 @@ def image_size(image: str) -> int:
     return 20_000_000 + int(hashlib.sha256(image.encode()).hexdigest()[:6], 16) * 10
 
 
-def go_duration(seconds: int) -> str:
-    minutes, rest = divmod(seconds, 60)
-    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
-
-
 def probe_failure(probe: Obj, ip: str) -> str:
     if "httpGet" in probe:
         return "HTTP probe failed with statuscode: 503"

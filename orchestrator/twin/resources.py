@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_KIND, CHAOS_VERSION, CRD_KINDS
+
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 READ_VERBS = ("get", "list", "watch")
 
@@ -32,9 +34,6 @@ class ResourceType:
     def list_kind(self) -> str:
         return f"{self.kind}List"
 
-
-CHAOS_GROUP = "chaos-mesh.org"
-CHAOS_KINDS = ("PodChaos", "NetworkChaos", "StressChaos", "DNSChaos", "IOChaos", "HTTPChaos")
 
 _ALL = ("all",)
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
@@ -111,12 +110,18 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
     *(
         ResourceType(
-            CHAOS_GROUP, "v1alpha1", kind, kind.lower(), categories=("chaos-mesh",), subresources=("status",)
+            CHAOS_GROUP,
+            CHAOS_VERSION,
+            kind,
+            CHAOS_KIND[kind].plural,
+            categories=("chaos-mesh",),
+            subresources=("status",),
         )
-        for kind in CHAOS_KINDS
+        for kind in CRD_KINDS
     ),
 )
 
+CHAOS_TYPES = tuple(r for r in RESOURCE_TYPES if r.group == CHAOS_GROUP)
 BY_PLURAL: dict[tuple[str, str], ResourceType] = {(r.group, r.plural): r for r in RESOURCE_TYPES}
 BY_KIND: dict[tuple[str, str], ResourceType] = {(r.api_version, r.kind): r for r in RESOURCE_TYPES}
 

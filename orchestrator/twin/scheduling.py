@@ -11,8 +11,8 @@ from orchestrator.twin.events import EventRecorder
 from orchestrator.twin.podstate import SCHEDULING_EVENT_EVERY_S, qos_class
 from orchestrator.twin.store import NODES, PODS, Store
 from orchestrator.twin.timefmt import rfc3339
-from orchestrator.twin.validation import parse_quantity
 from orchestrator.twin.workloads import controller_uid
+from orchestrator.vocabulary.quantities import parse_quantity
 
 Obj = dict[str, Any]
 ZONE_LABEL = "topology.kubernetes.io/zone"

@@ -10,6 +10,7 @@ from typing import Any
 
 from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.timefmt import parse_rfc3339
+from orchestrator.vocabulary.chaos import CHAOS_GROUP
 
 Obj = dict[str, Any]
 Column = tuple[str, str, int]  # name, type, priority (1 = only with -o wide)
@@ -344,7 +345,7 @@ def table(
     (Metadata, Object or None), ``columns_too=False`` leaves out the columns as later watch events do."""
     if rtype.kind in TABLES:
         columns, row = TABLES[rtype.kind]
-    elif rtype.group == "chaos-mesh.org":
+    elif rtype.group == CHAOS_GROUP:
         columns, row = _CHAOS_TABLE
     else:
         columns, row = _DEFAULT_TABLE

@@ -13,6 +13,8 @@ from typing import Any
 
 from orchestrator.errors import ApiStatusError
 from orchestrator.twin.resources import ResourceType
+from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_KIND, CHAOS_MODES
+from orchestrator.vocabulary.quantities import parse_quantity
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -20,60 +22,12 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
-_SUFFIX = {
-    "": 1.0,
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-    "Pi": 2.0**50,
-    "Ei": 2.0**60,
-}
-_QUANTITY_ERROR = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
 _POD_UPDATE_FORBIDDEN = (
     "pod updates may not change fields other than `spec.containers[*].image`,"
     "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
     "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
     "(allow it to be set to 1 if it was previously negative)"
 )
-_CHAOS_MODES = ("one", "all", "fixed", "fixed-percent", "random-max-percent")
-_CHAOS_ACTIONS: dict[str, tuple[str, ...]] = {
-    "PodChaos": ("pod-failure", "pod-kill", "container-kill"),
-    "NetworkChaos": ("netem", "delay", "loss", "duplicate", "corrupt", "partition", "bandwidth"),
-    "DNSChaos": ("error", "random"),
-    "IOChaos": ("latency", "fault", "attrOverride", "mistake"),
-    "HTTPChaos": (),
-    "StressChaos": (),
-}
-
-
-def parse_quantity(value: object) -> float:
-    """A Kubernetes quantity (``250m``, ``64Mi``, ``1e3``, ``2``) as a float; ValueError if malformed."""
-    if isinstance(value, bool):
-        raise ValueError(_QUANTITY_ERROR)
-    if isinstance(value, int | float):
-        return float(value)
-    if not isinstance(value, str):
-        raise ValueError(_QUANTITY_ERROR)
-    match = _QUANTITY.match(value.strip())
-    if match is None:
-        raise ValueError(_QUANTITY_ERROR)
-    number, suffix = match.group(1), match.group(2) or ""
-    if suffix[:1] in ("e", "E"):
-        return float(number + suffix)
-    return float(number) * _SUFFIX[suffix]
 
 
 @dataclass(frozen=True)
@@ -328,16 +282,16 @@ def _check_chaos(rtype: ResourceType, obj: dict[str, Any], causes: list[Cause]) 
     if not isinstance(spec, dict):
         causes.append(required("spec"))
         return
-    if "mode" in spec and spec["mode"] not in _CHAOS_MODES:
+    if "mode" in spec and spec["mode"] not in CHAOS_MODES:
         causes.append(
             Cause(
                 "spec.mode",
                 "FieldValueNotSupported",
                 f"Unsupported value: {_render(spec['mode'])}: supported values: "
-                + ", ".join(f'"{m}"' for m in _CHAOS_MODES),
+                + ", ".join(f'"{m}"' for m in CHAOS_MODES),
             )
         )
-    actions = _CHAOS_ACTIONS.get(rtype.kind, ())
+    actions = CHAOS_KIND[rtype.kind].actions
     if actions and spec.get("action") not in actions:
         causes.append(
             Cause(
@@ -370,7 +324,7 @@ def validate(rtype: ResourceType, obj: dict[str, Any]) -> None:
                 causes.append(
                     invalid(f"spec.ports[{index}].port", number, "must be between 1 and 65535, inclusive")
                 )
-    elif rtype.group == "chaos-mesh.org":
+    elif rtype.group == CHAOS_GROUP:
         _check_chaos(rtype, obj, causes)
     raise_invalid(rtype, str(meta.get("name") or ""), causes)
 

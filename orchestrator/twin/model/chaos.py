@@ -1,11 +1,11 @@
 """Chaos Mesh objects turned into effects on the simulated pods (no side effects anywhere here).
 
-Each object is active from its creation until ``spec.duration`` has passed (or forever without one, or
-until deleted, or while paused by annotation). Selection modes (one, all, fixed, fixed-percent,
-random-max-percent) choose pods by a hash of (object uid, pod name). As in Chaos Mesh, the pods are chosen
-once, when the experiment is injected: only pods that existed at the object's creation are eligible, the
-choice is recorded in ``Effects.selected`` and handed back on the next step, and a pod created later (a
-restart, a rollout) is never touched by the experiment.
+Each object acts until it is deleted, while ``orchestrator.vocabulary.chaos.in_effect`` says so: from its
+creation until ``spec.duration`` has passed (or forever without one), unless paused. Selection modes (one,
+all, fixed, fixed-percent, random-max-percent) choose pods by a hash of (object uid, pod name). As in Chaos
+Mesh, the pods are chosen once, when the experiment is injected: only pods that existed at the object's
+creation are eligible, the choice is recorded in ``Effects.selected`` and handed back on the next step, and
+a pod created later (a restart, a rollout) is never touched by the experiment.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import fnmatch
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.twin.model.state import ChaosObject, PodView, Snapshot, duration_seconds, memory_bytes
+from orchestrator.twin.model.state import ChaosObject, PodView, Snapshot
+from orchestrator.vocabulary.chaos import in_effect
+from orchestrator.vocabulary.quantities import go_duration_seconds, quantity
 
 _RATE_RE = re.compile(r"^([0-9.]+)\s*(bps|kbps|mbps|gbps|tbps)$", re.IGNORECASE)
 _MANGLING = ("path", "body", "headers", "queries")
@@ -86,12 +88,6 @@ def _dns_match(host: str, patterns: tuple[str, ...]) -> bool:
         return True
     # Resolvers ask for the FQDN (search domains expanded): patterns match it or its first label.
     return any(fnmatch.fnmatch(host, p) or fnmatch.fnmatch(host.split(".")[0], p) for p in patterns)
-
-
-def active(obj: ChaosObject, now: float) -> bool:
-    """An object is active between creation and the end of its duration."""
-    length = duration_seconds(obj.spec.get("duration"))
-    return now >= obj.created and (length is None or now < obj.created + length)
 
 
 def _pick(uid: str, pods: list[PodView], mode: str, value: Any) -> list[PodView]:
@@ -182,8 +178,8 @@ def _network(obj: ChaosObject, chosen: _Selection, ns: str) -> NetRule | None:
             action,
             source,
             target,
-            delay_ms=1000 * (duration_seconds(delay.get("latency")) or 0),
-            jitter_ms=1000 * (duration_seconds(delay.get("jitter")) or 0),
+            delay_ms=1000 * (go_duration_seconds(delay.get("latency")) or 0),
+            jitter_ms=1000 * (go_duration_seconds(delay.get("jitter")) or 0),
         )
     if action == "loss":
         share = float(str((spec.get("loss") or {}).get("loss", "0")).rstrip("%") or 0) / 100.0
@@ -198,14 +194,25 @@ def _network(obj: ChaosObject, chosen: _Selection, ns: str) -> NetRule | None:
     return None
 
 
-def _stress(obj: ChaosObject, pods: list[PodView], effects: Effects) -> None:
+def _pod_chaos(obj: ChaosObject, pods: list[PodView], found: Effects) -> None:
+    action = str(obj.spec.get("action", ""))
+    if action == "pod-kill":
+        found.pod_kills.append((obj.uid, tuple(p.name for p in pods)))
+    elif action == "pod-failure":
+        found.failing.update(p.name for p in pods)
+    elif action == "container-kill":
+        names = tuple(obj.spec.get("containerNames") or ())
+        found.container_kills.append((_names(pods), names, obj.created))
+
+
+def _stress(obj: ChaosObject, pods: list[PodView], found: Effects) -> None:
     stressors = obj.spec.get("stressors") or {}
     cpu = stressors.get("cpu") or {}
     memory = stressors.get("memory") or {}
     for pod in pods:
         if cpu:
             cores = float(cpu.get("workers", 1)) * float(cpu.get("load", 100)) / 100.0
-            effects.stress_cpu[pod.name] = effects.stress_cpu.get(pod.name, 0.0) + cores
+            found.stress_cpu[pod.name] = found.stress_cpu.get(pod.name, 0.0) + cores
         if memory:
             size = str(memory.get("size", "256MB"))
             if size.endswith("%"):
@@ -213,9 +220,53 @@ def _stress(obj: ChaosObject, pods: list[PodView], effects: Effects) -> None:
                 limit = (spec.memory_limit if spec else None) or 512 * 1024**2
                 held = limit * float(size[:-1]) / 100.0
             else:
-                held = memory_bytes(size.replace("B", "")) or 0.0
+                held = _stress_size(size)
             workers = float(memory.get("workers", 1))
-            effects.stress_memory[pod.name] = effects.stress_memory.get(pod.name, 0.0) + held * workers
+            found.stress_memory[pod.name] = found.stress_memory.get(pod.name, 0.0) + held * workers
+
+
+def _stress_size(size: str) -> float:
+    """A StressChaos memory size (``256MB``, ``1GiB``, ``512KB``) in bytes; 0 when unreadable."""
+    text = size.replace("B", "")
+    return quantity(text[:-1] + "k" if text.endswith("K") else text) or 0.0
+
+
+def _dns(obj: ChaosObject, pods: list[PodView], found: Effects) -> None:
+    found.dns.append((_names(pods), tuple(str(p) for p in obj.spec.get("patterns") or ())))
+
+
+def _io(obj: ChaosObject, pods: list[PodView], found: Effects) -> None:
+    share = float(obj.spec.get("percent", 100)) / 100.0
+    delay = go_duration_seconds(obj.spec.get("delay")) or 0.0
+    for pod in pods:
+        found.io[pod.name] = (delay, share, obj.spec.get("action") == "fault")
+
+
+def _http(obj: ChaosObject, pods: list[PodView], found: Effects) -> None:
+    spec = obj.spec
+    replace = spec.get("replace") or {}
+    code = replace.get("code")
+    rule = HttpFault(
+        abort=bool(spec.get("abort")) or spec.get("action") == "abort",
+        delay_s=go_duration_seconds(spec.get("delay")) or 0.0,
+        method=str(spec["method"]) if spec.get("method") else None,
+        path=str(spec.get("path") or "*"),
+        code=int(code) if code is not None else None,
+        mangled=bool(spec.get("patch")) or any(k in replace for k in _MANGLING),
+    )
+    for pod in pods:
+        found.http.setdefault(pod.name, []).append(rule)
+
+
+# What each Chaos Mesh kind does to the pods it selected; NetworkChaos selects two sides, so it is apart.
+_POD_EFFECTS: dict[str, Callable[[ChaosObject, list[PodView], Effects], None]] = {
+    "PodChaos": _pod_chaos,
+    "StressChaos": _stress,
+    "DNSChaos": _dns,
+    "IOChaos": _io,
+    "HTTPChaos": _http,
+}
+SIMULATED_KINDS = frozenset({"NetworkChaos", *_POD_EFFECTS})
 
 
 def effects(shot: Snapshot, recorded: Mapping[str, frozenset[str]] | None = None) -> Effects:
@@ -227,45 +278,16 @@ def effects(shot: Snapshot, recorded: Mapping[str, frozenset[str]] | None = None
     found = Effects()
     chosen = _Selection(shot=shot, recorded=recorded or {}, found=found)
     for obj in shot.chaos:
-        if not active(obj, shot.now):
+        if not in_effect(spec=obj.spec, annotations=obj.annotations, created=obj.created, now=shot.now):
             continue
         ns = obj.namespace or shot.namespace
-        spec = obj.spec
         if obj.kind == "NetworkChaos":
             rule = _network(obj, chosen, ns)
             if rule is not None:
                 found.net.append(rule)
             continue
-        pods = chosen.pods(obj, spec, key=obj.uid, ns=ns)
-        action = str(spec.get("action", ""))
-        if obj.kind == "PodChaos":
-            if action == "pod-kill":
-                found.pod_kills.append((obj.uid, tuple(p.name for p in pods)))
-            elif action == "pod-failure":
-                found.failing.update(p.name for p in pods)
-            elif action == "container-kill":
-                names = tuple(spec.get("containerNames") or ())
-                found.container_kills.append((_names(pods), names, obj.created))
-        elif obj.kind == "StressChaos":
-            _stress(obj, pods, found)
-        elif obj.kind == "DNSChaos":
-            found.dns.append((_names(pods), tuple(str(p) for p in spec.get("patterns") or ())))
-        elif obj.kind == "IOChaos":
-            share = float(spec.get("percent", 100)) / 100.0
-            delay = duration_seconds(spec.get("delay")) or 0.0
-            for pod in pods:
-                found.io[pod.name] = (delay, share, action == "fault")
-        elif obj.kind == "HTTPChaos":
-            replace = spec.get("replace") or {}
-            code = replace.get("code")
-            http_rule = HttpFault(
-                abort=bool(spec.get("abort")) or action == "abort",
-                delay_s=duration_seconds(spec.get("delay")) or 0.0,
-                method=str(spec["method"]) if spec.get("method") else None,
-                path=str(spec.get("path") or "*"),
-                code=int(code) if code is not None else None,
-                mangled=bool(spec.get("patch")) or any(k in replace for k in _MANGLING),
-            )
-            for pod in pods:
-                found.http.setdefault(pod.name, []).append(http_rule)
+        pods = chosen.pods(obj, obj.spec, key=obj.uid, ns=ns)
+        effect = _POD_EFFECTS.get(obj.kind)
+        if effect is not None:
+            effect(obj, pods, found)
     return found

@@ -7,54 +7,14 @@ pure function of a Snapshot, so the model can be tested on hand-written dicts.
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.twin.timefmt import parse_rfc3339
+from orchestrator.vocabulary.quantities import quantity
 
 Obj = dict[str, Any]
-
-_CPU_RE = re.compile(r"^([0-9.]+)(m?)$")
-_MEM_RE = re.compile(r"^([0-9.]+)([KMGTPE]i?|[kmgtpe]|)$")
-_MEM_UNITS = {
-    "": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3,
-    "Ti": 1024**4, "m": 1e-3,
-}  # fmt: skip
-_DURATION_RE = re.compile(r"([0-9.]+)(ms|us|µs|ns|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def cpu_cores(text: Any) -> float | None:
-    """``"200m"`` -> 0.2 cores; None for a missing or unreadable quantity (no side effects)."""
-    if text is None:
-        return None
-    match = _CPU_RE.match(str(text).strip())
-    if match is None:
-        return None
-    value = float(match.group(1))
-    return value / 1000.0 if match.group(2) else value
-
-
-def memory_bytes(text: Any) -> float | None:
-    """``"128Mi"`` -> 134217728.0; None for a missing or unreadable quantity (no side effects)."""
-    if text is None:
-        return None
-    match = _MEM_RE.match(str(text).strip())
-    if match is None:
-        return None
-    return float(match.group(1)) * _MEM_UNITS[match.group(2)]
-
-
-def duration_seconds(text: Any) -> float | None:
-    """Go duration strings (``"500ms"``, ``"1m30s"``) as seconds; None if unreadable."""
-    if text is None:
-        return None
-    parts = _DURATION_RE.findall(str(text).strip())
-    if not parts:
-        return None
-    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
 
 
 @dataclass(frozen=True)
@@ -109,6 +69,7 @@ class ChaosObject:
     uid: str
     created: float
     spec: Mapping[str, Any]
+    annotations: Mapping[str, str]
 
 
 @dataclass
@@ -183,10 +144,10 @@ def container_spec(
         name=str(container.get("name", "")),
         image=str(container.get("image", "")),
         env=_env(container, secrets=secrets or {}, configmaps=configmaps or {}),
-        cpu_limit=cpu_cores(_quantities(resources, "limits").get("cpu")),
-        memory_limit=memory_bytes(_quantities(resources, "limits").get("memory")),
-        cpu_request=cpu_cores(_quantities(resources, "requests").get("cpu")),
-        memory_request=memory_bytes(_quantities(resources, "requests").get("memory")),
+        cpu_limit=quantity(_quantities(resources, "limits").get("cpu")),
+        memory_limit=quantity(_quantities(resources, "limits").get("memory")),
+        cpu_request=quantity(_quantities(resources, "requests").get("cpu")),
+        memory_request=quantity(_quantities(resources, "requests").get("memory")),
         ports=ports,
         readiness_port=_probe_port(container.get("readinessProbe")),
         liveness_port=_probe_port(container.get("livenessProbe")),
@@ -337,8 +298,6 @@ def snapshot(
         )
     for obj in chaos:
         meta = obj["metadata"]
-        if (meta.get("annotations") or {}).get("experiment.chaos-mesh.org/pause") == "true":
-            continue
         shot.chaos.append(
             ChaosObject(
                 kind=str(obj.get("kind")),
@@ -347,6 +306,7 @@ def snapshot(
                 uid=str(meta.get("uid", meta["name"])),
                 created=_time(meta.get("creationTimestamp")),
                 spec=obj.get("spec") or {},
+                annotations=dict(meta.get("annotations") or {}),
             )
         )
     shot.chaos.sort(key=lambda c: (c.created, c.kind, c.name))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.catalog.topologies import load_topology
-from orchestrator.twin.model.chaos import effects
+from orchestrator.twin.model.chaos import SIMULATED_KINDS, effects
+from orchestrator.vocabulary.chaos import CRD_KINDS
 from tests.twin.model.worlds import chaos, manifests, world
 
 OB = "online-boutique"
@@ -133,3 +134,7 @@ def test_mode_one_picks_the_same_pod_every_step() -> None:
         for t in (5.0, 10.0, 15.0)
     }
     assert len(picks) == 1 and len(next(iter(picks))) == 1
+
+
+def test_every_chaos_mesh_kind_of_the_vocabulary_has_a_simulated_effect() -> None:
+    assert SIMULATED_KINDS == set(CRD_KINDS)
