@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.catalog.faults import FAULT_ENTRY, Category, interference_keys
-from orchestrator.schedule import Entry
+from orchestrator.catalog.faults import FAULT_ENTRY, Category, Entry, interference_keys
 
 APP = "online-boutique"
 SERVICES = (

@@ -7,8 +7,7 @@ screening criterion holds, its mechanism's own checks pass, and the revert resto
 from __future__ import annotations
 
 from orchestrator.catalog.admissions import Measurements
-from orchestrator.catalog.faults import CodeFault, ConfigFault
-from orchestrator.catalog.loading import Entry
+from orchestrator.catalog.faults import CodeFault, ConfigFault, Entry
 
 # The published screening thresholds: one of them must hold in the window after injection.
 SERVER_ERRORS_PER_MIN = 4.0

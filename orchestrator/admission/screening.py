@@ -19,8 +19,8 @@ from orchestrator.admission.judging import judge
 from orchestrator.admission.observing import EPOCH_S, ClusterReader, Window
 from orchestrator.admission.twins import TwinProcess, attach_twin, spawn_twin
 from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Measurements, Procedure
-from orchestrator.catalog.faults import ConfigFault
-from orchestrator.catalog.loading import Catalog, Entry
+from orchestrator.catalog.faults import ConfigFault, Entry
+from orchestrator.catalog.loading import Catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.cluster.applying import Applier, InjectFailed
 from orchestrator.cluster.client import KubeClient

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
-from orchestrator.catalog.loading import Catalog, Entry
+from orchestrator.catalog.faults import Entry
+from orchestrator.catalog.loading import Catalog
 from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.mechanisms import Handle, RevertOutcome
 from orchestrator.errors import OrchestratorError, RevertError

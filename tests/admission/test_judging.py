@@ -8,8 +8,8 @@ import functools
 import pytest
 
 from orchestrator.admission.judging import breaks_startup, introduced_lines, judge, mechanism_failures
-from orchestrator.catalog.faults import CodeFault, ConfigFault, ConfigInject
-from orchestrator.catalog.loading import Catalog, Entry, load_catalog
+from orchestrator.catalog.faults import CodeFault, ConfigFault, ConfigInject, Entry
+from orchestrator.catalog.loading import Catalog, load_catalog
 from tests.catalog.admission_support import measured as _measured
 
 OB = "online-boutique"

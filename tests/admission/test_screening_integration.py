@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.admission.screening import Job, Settings, admit, jobs_for
-from orchestrator.catalog.faults import FAULT_ENTRY
-from orchestrator.catalog.loading import Entry, load_catalog
+from orchestrator.catalog.faults import FAULT_ENTRY, Entry
+from orchestrator.catalog.loading import load_catalog
 
 pytestmark = [
     pytest.mark.slow,

@@ -12,7 +12,8 @@ import pytest
 from kubernetes import client as k8s
 
 from orchestrator.admission.observing import EPOCH_S, ClusterReader, Window
-from orchestrator.catalog.loading import Entry, load_catalog
+from orchestrator.catalog.faults import Entry
+from orchestrator.catalog.loading import load_catalog
 from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient, ObjectRef
 from orchestrator.cluster.ledger import Ledger, Target

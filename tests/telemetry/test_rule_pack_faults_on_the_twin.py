@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.catalog.loading import Entry, load_catalog
+from orchestrator.catalog.faults import Entry
+from orchestrator.catalog.loading import load_catalog
 from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.ledger import Ledger, Target
