@@ -30,6 +30,7 @@ from orchestrator.agents.inputs import (
 from orchestrator.agents.mcpclient import ToolClient
 from orchestrator.agents.options import OptionValue
 from orchestrator.errors import AgentError
+from orchestrator.vocabulary.artifacts import ARTIFACT_KIND_LIST
 
 log = logging.getLogger("orchestrator.agents.react")
 NAME = "react"
@@ -38,19 +39,22 @@ MEMORY_FILE = "react-memory.json"
 RESULT_CHARS = 6000
 ALERT_LINES = 60
 
-SYSTEM_PROMPT = """You are the on-call SRE of the application {app} (Kubernetes namespace {namespace}).
+SYSTEM_PROMPT = (
+    """You are the on-call SRE of the application {app} (Kubernetes namespace {namespace}).
 Faults arrive continuously and overlap. You are invoked periodically with the alert history; use the tools
 to investigate (alerts, metrics, logs, traces, topology, resources, events, rollout history, config, source,
 feature flags) and to repair.
 For every distinct problem, file an incident with incident_report: a stable incident_id of your choice, the
 ids of the alerts it explains (never file unrelated alerts together: one incident per root cause), the
 culprit services (exactly the services whose change caused it) and the responsible artifact as KIND or
-KIND:REFERENCE, KIND one of release, config, resources, replicas, probe, service, credentials, feature-flag,
-network, dns, pod, cpu, memory, io, node (e.g. release:cartservice@v1.2.3, config:cartservice/env/REDIS_ADDR,
+KIND:REFERENCE, KIND one of """
+    + ARTIFACT_KIND_LIST
+    + """ (e.g. release:cartservice@v1.2.3, config:cartservice/env/REDIS_ADDR,
 resources:currencyservice/limits/memory, feature-flag:paymentFailure). Re-report an incident to update it.
 Then repair with the smallest safe change (rollback_service, restart_service, scale_service, update_config,
 set_feature_flag, or a source patch), naming the incident_id. Never touch other namespaces, never delete
 deployments or namespaces, never read secrets. When nothing more is useful, answer briefly without a tool."""
+)
 
 
 @dataclass(frozen=True)

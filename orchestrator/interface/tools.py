@@ -16,6 +16,7 @@ from orchestrator.interface import mutations as m
 from orchestrator.interface import reads as r
 from orchestrator.interface.backend import Backend
 from orchestrator.interface.sources import SourceError
+from orchestrator.vocabulary.artifacts import ARTIFACT_KIND_LIST
 
 Effect = Literal["read", "report", "mutate"]
 Json = dict[str, Any]
@@ -187,8 +188,7 @@ TOOLS: dict[str, Tool] = {
             "report",
             "Open or update an incident: your own `incident_id`, the `alert_ids` it explains, the "
             "`culprit_services` at fault, the responsible `artifact` (KIND or KIND:REFERENCE, kinds: "
-            "release, config, resources, replicas, probe, service, credentials, feature-flag, "
-            "network, dns, pod, cpu, memory, io, node; e.g. release:cartservice@v1.2.3 or "
+            f"{ARTIFACT_KIND_LIST}; e.g. release:cartservice@v1.2.3 or "
             "config:frontend/env/PORT), `status` (open|mitigated|resolved) and `notes`. A later "
             "report of the same incident replaces the earlier.",
             _incident_report,
