@@ -58,9 +58,15 @@ REACT_OPTIONS = (
     OptionSpec("margin_s", "number", "seconds before the deadline at which to stop", minimum=0.0),
 )
 
+# orchestrator.agents.correlation
+CORRELATION_OPTIONS = (
+    OptionSpec("window_s", "number", "seconds within which related alerts join one incident", minimum=0.0),
+)
+
 OPTIONS: dict[str, tuple[OptionSpec, ...]] = {
     "noop": (),
     "runbook": (),
+    "correlation": CORRELATION_OPTIONS,
     "oracle": (),
     "react": REACT_OPTIONS,
 }
