@@ -21,6 +21,7 @@ from typing import Literal
 
 from orchestrator.interface import args as a
 from orchestrator.interface.patterns import PatternError, compile_pattern
+from orchestrator.vocabulary.quantities import parse_quantity
 
 HIDDEN_NAMESPACES: frozenset[str] = frozenset({"chaos-mesh", "monitoring", "marathon", "marathon-registry"})
 MUTATION_LIMIT = 10
@@ -29,11 +30,6 @@ MAX_REPLICAS = 10
 CPU_BOUNDS = (0.01, 4.0)  # cores: 10m .. 4
 MEMORY_BOUNDS = (16 * 2**20, 8 * 2**30)  # bytes: 16Mi .. 8Gi
 
-_SUFFIX = {
-    "": 1.0, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
-}  # fmt: skip
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 # Names are runs of these characters; anything else ("/", ".", ":", spaces) separates a path or DNS name.
 _SEPARATORS = re.compile(r"[^A-Za-z0-9_-]+")
 # Argument fields of free text that name no object (what they say is no request to touch anything).
@@ -80,14 +76,6 @@ def _forbidden(reason: str) -> Decision:
 
 def _denied(reason: str) -> Decision:
     return Decision("denied", reason)
-
-
-def parse_quantity(text: str) -> float:
-    """A Kubernetes quantity as a plain number (cores or bytes); ``ValueError`` for anything else."""
-    match = _QUANTITY.match(text.strip())
-    if match is None:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity")
-    return float(match.group(1)) * _SUFFIX[match.group(2) or ""]
 
 
 def decide(call: a.Args, ctx: PolicyContext) -> Decision:

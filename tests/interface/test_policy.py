@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.interface import args as a
-from orchestrator.interface.policy import PolicyContext, decide, parse_quantity, screen
+from orchestrator.interface.policy import PolicyContext, decide, screen
 
 CTX = PolicyContext(
     namespace="shop",
@@ -253,19 +253,6 @@ def test_memory_mebibytes_are_allowed_exactly_between_16mi_and_8gi(mebibytes: in
     change = {"requests": {"memory": f"{mebibytes}Mi"}}
     decision, _ = _decide(a.UpdateConfig, CTX, **INCIDENT, service="cart", resources=change)
     assert (decision == "allowed") == (16 <= mebibytes <= 8192)
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [("500m", 0.5), ("2", 2.0), ("1.5", 1.5), ("64Mi", 64 * 2**20), ("1G", 1e9), ("3Gi", 3 * 2**30)],
-)
-def test_quantities_parse_as_kubernetes_writes_them(text: str, value: float) -> None:
-    assert parse_quantity(text) == pytest.approx(value)
-
-
-def test_a_quantity_with_an_unknown_suffix_is_refused() -> None:
-    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
-        parse_quantity("5 cores")
 
 
 SHAPES: list[tuple[str, type[a.Args], dict[str, Any], str]] = [
