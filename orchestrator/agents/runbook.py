@@ -3,9 +3,9 @@
 Each invocation: incidents whose action succeeded last time are reported resolved; alerts not yet filed are
 grouped by the workload their labels name (a workload with an open incident gets the alert added, otherwise
 a new incident opens); every changed incident is reported with the workload as culprit and the kind of its
-strongest rule; an incident without an action yet gets its action, once. An incident closes (resolved) at
-the invocation after its action succeeded, or once all its alerts ended after a failed action. State lives in
-the workspace.
+strongest signal (the alert rules' ``signal`` label); an incident without an action yet gets its action,
+once. An incident closes (resolved) at the invocation after its action succeeded, or once all its alerts
+ended after a failed action. State lives in the workspace.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from orchestrator.agents.inputs import (
 )
 from orchestrator.agents.mcpclient import ToolClient
 from orchestrator.agents.reporting import Report, file_report
-from orchestrator.agents.runbook_rules import rule_for, strongest
+from orchestrator.agents.runbook_rules import rule_for, signal_of, strongest
 
 log = logging.getLogger("orchestrator.agents.runbook")
 STATE_FILE = "runbook-state.json"
@@ -50,12 +50,12 @@ class RunbookPlan:
 
 
 def _report(incident_id: str, incident: dict[str, Any], status: str) -> Report:
-    rule = strongest(list(incident["rules"]))
+    signal = strongest(list(incident["signals"]))
     return Report(
         incident_id=incident_id,
         alert_ids=tuple(incident["alert_ids"]),
         culprits=(incident["workload"],),
-        artifact=rule_for(rule).kind,
+        artifact=rule_for(signal).kind,
         status=status,
     )
 
@@ -96,14 +96,15 @@ def plan_runbook(alerts: list[AlertView], state: dict[str, Any], *, namespace: s
             counters[workload] = counters.get(workload, 0) + 1
             incident_id = f"rb-{workload}-{counters[workload]}"
             incidents[incident_id] = {
-                "workload": workload, "alert_ids": [], "rules": [], "status": "open",
+                "workload": workload, "alert_ids": [], "signals": [], "status": "open",
                 "action": None, "action_ok": None,
             }  # fmt: skip
             open_by_workload[workload] = incident_id
         incident = incidents[incident_id]
         incident["alert_ids"].append(alert.alert_id)
-        if alert.rule not in incident["rules"]:
-            incident["rules"].append(alert.rule)
+        signal = signal_of(alert.labels)
+        if signal not in incident["signals"]:
+            incident["signals"].append(signal)
         filed.add(alert.alert_id)
         if incident_id not in changed:
             changed.append(incident_id)
@@ -113,7 +114,7 @@ def plan_runbook(alerts: list[AlertView], state: dict[str, Any], *, namespace: s
         incident = incidents[incident_id]
         reports.append(_report(incident_id, incident, "open"))
         if incident["action"] is None:
-            action = rule_for(strongest(list(incident["rules"]))).action
+            action = rule_for(strongest(list(incident["signals"]))).action
             incident["action"] = action
             actions.append(Step(incident_id=incident_id, action=action, service=incident["workload"]))
     return RunbookPlan(reports=tuple(reports), actions=tuple(actions), state=new)

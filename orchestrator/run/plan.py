@@ -11,7 +11,7 @@ from pathlib import Path
 from orchestrator.catalog.admissions import admission_path, admitted_ids
 from orchestrator.catalog.loading import Catalog, Entry, default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
-from orchestrator.catalog.topology import APPS, Topology
+from orchestrator.catalog.topology import Topology
 from orchestrator.run.config import RunConfig, Versions, code_digest
 from orchestrator.schedule import Schedule, plan_schedule
 from orchestrator.telemetry.rules import RulePack, load_rule_pack
@@ -38,14 +38,6 @@ def read_admission(app: str, *, root: Path) -> Admission:
         source=path.relative_to(root).as_posix(),
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
     )
-
-
-def app_rules(pack: RulePack, app: str) -> RulePack:
-    """The pack without the groups written for the other apps: they select other namespaces and can never
-    fire here, so evaluating them would only cost queries (no side effects)."""
-    others = set(APPS) - {app}
-    rules = tuple(rule for rule in pack.rules if rule.group not in others)
-    return RulePack(version=pack.version, sha256=pack.sha256, rules=rules, files=pack.files)
 
 
 @dataclass(frozen=True)
@@ -88,7 +80,7 @@ def make_plan(config: RunConfig, *, root: Path | None = None) -> RunPlan:
     return RunPlan(
         catalog=catalog,
         topology=topology,
-        rules=app_rules(pack, config.app),
+        rules=pack.for_app(config.app),
         schedule=schedule,
         versions=versions,
         admission=admission,

@@ -20,6 +20,7 @@ from orchestrator.errors import ConfigError, Problem
 from orchestrator.telemetry.templates import template_problems
 
 DEFAULT_EVALUATION_INTERVAL = 60.0  # Prometheus' global default when a group names no interval
+APP_LABEL = "app"  # marks a rule written for one app (alert_rules/README.md)
 _DURATION = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
 _UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
 
@@ -73,6 +74,11 @@ class AlertRule:
     annotations: tuple[tuple[str, str], ...]
     source: str
 
+    @property
+    def app(self) -> str | None:
+        """The app the rule was written for (its ``app`` label), or None for a rule of every app."""
+        return dict(self.labels).get(APP_LABEL)
+
 
 @dataclass(frozen=True)
 class RulePack:
@@ -85,6 +91,12 @@ class RulePack:
 
     def names(self) -> list[str]:
         return sorted({rule.name for rule in self.rules})
+
+    def for_app(self, app: str) -> RulePack:
+        """The pack without the rules labelled for another app: they select other namespaces and can never
+        fire in ``app``'s run, so evaluating them would only cost queries (no side effects)."""
+        rules = tuple(rule for rule in self.rules if rule.app in (None, app))
+        return RulePack(version=self.version, sha256=self.sha256, rules=rules, files=self.files)
 
 
 def default_rule_pack_dir() -> Path:

@@ -53,6 +53,7 @@ def test_the_runbook_agent_scales_a_deployment_back_up_through_the_real_tools(
     world.advance(60.0)
     since = len(world.records)
     labels = {"namespace": NS, "deployment": "checkoutservice", "service": "checkoutservice"}
+    labels["signal"] = "replicas"  # as KubeDeploymentScaledToZero labels its alerts
     alerts = [{"alert_id": "a7", "rule": "KubeDeploymentScaledToZero", "starts_at": 60.0, "labels": labels}]
     token = server.open_invocation(1)
     try:

@@ -69,7 +69,8 @@ def test_the_noop_agent_exits_cleanly_and_calls_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_runbook_agent_reports_acts_once_and_resolves_on_the_next_invocation(tmp_path: Path) -> None:
     alerts = [{"alert_id": "a1", "rule": "KubeDeploymentNoAvailableReplicas", "starts_at": 130.0,
-               "labels": {"namespace": NS, "deployment": "checkoutservice"}}]  # fmt: skip
+               "labels": {"namespace": NS, "deployment": "checkoutservice",
+                          "signal": "replicas"}}]  # fmt: skip
     with tools_server(TOKEN) as (url, log):
         env = _env(url, tmp_path, alerts)
         for _ in range(2):

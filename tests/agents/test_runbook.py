@@ -2,58 +2,61 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from orchestrator.agents.inputs import AlertView, parse_alerts, workload_of
 from orchestrator.agents.runbook import plan_runbook, record_outcome, replicas_in
-from orchestrator.agents.runbook_rules import RULE_TABLE, rule_for, strongest
+from orchestrator.agents.runbook_rules import RULE_TABLE, rule_for, signal_of, strongest
 from orchestrator.bundle.records import ARTIFACT_KINDS
+from orchestrator.telemetry.rules import load_rule_pack
 
-ROOT = Path(__file__).resolve().parents[2]
 NS = "online-boutique"
 
 
-def _rule_names() -> set[str]:
-    names: set[str] = set()
-    for path in sorted((ROOT / "alert_rules").glob("*.yaml")):
-        for group in yaml.safe_load(path.read_text())["groups"]:
-            names.update(rule["alert"] for rule in group["rules"] if "alert" in rule)
-    return names
+def _signals() -> dict[str, str]:
+    """Each alert rule of the pack and its ``signal`` label."""
+    return {rule.name: dict(rule.labels).get("signal", "") for rule in load_rule_pack().rules}
+
+
+SIGNALS = _signals()
 
 
 def alert(
     alert_id: str, rule: str, *, start: float = 10.0, end: float | None = None, **labels: str
 ) -> AlertView:
-    return AlertView(alert_id=alert_id, rule=rule, labels={"namespace": NS, **labels}, starts_at=start,
-                     ends_at=end)  # fmt: skip
+    """An alert of the pack's rule ``rule``, carrying the labels that rule gives its alerts."""
+    labels = {"namespace": NS, "signal": SIGNALS[rule], **labels}
+    return AlertView(alert_id=alert_id, rule=rule, labels=labels, starts_at=start, ends_at=end)
 
 
-def test_the_rule_table_covers_every_alert_rule_of_the_rule_pack() -> None:
-    names = _rule_names()
-    assert len(names) >= 40
-    assert sorted(names - set(RULE_TABLE)) == []
+def test_the_rule_table_covers_the_signal_of_every_alert_rule_of_the_rule_pack() -> None:
+    assert len(SIGNALS) >= 40
+    assert sorted(name for name, signal in SIGNALS.items() if signal not in RULE_TABLE) == []
 
 
-def test_every_rule_blames_a_kind_of_the_closed_vocabulary() -> None:
+def test_every_signal_blames_a_kind_of_the_closed_vocabulary() -> None:
     assert {rule.kind for rule in RULE_TABLE.values()} <= ARTIFACT_KINDS
 
 
 def test_the_table_follows_the_runbook_policy() -> None:
-    assert rule_for("ServiceHighErrorRatio").action == "rollback"
-    assert rule_for("ServiceLatencyP99Critical").action == "rollback"
-    assert rule_for("KubeDeploymentRolloutStalled").action == "rollback"
-    assert rule_for("KubeDeploymentNoAvailableReplicas").action == "scale"
-    assert rule_for("ServiceCPUSaturated").action == "scale"
-    assert rule_for("KubePodCrashLooping").action == "restart"
-    assert rule_for("SomeRuleNobodyWrote").action == "restart"
+    assert rule_for(SIGNALS["ServiceHighErrorRatio"]).action == "rollback"
+    assert rule_for(SIGNALS["ServiceLatencyP99Critical"]).action == "rollback"
+    assert rule_for(SIGNALS["OnlineBoutiqueCheckoutErrors"]).action == "rollback"
+    assert rule_for(SIGNALS["KubeDeploymentRolloutStalled"]).action == "rollback"
+    assert rule_for(SIGNALS["KubeDeploymentNoAvailableReplicas"]).action == "scale"
+    assert rule_for(SIGNALS["ServiceCPUSaturated"]).action == "scale"
+    assert rule_for(SIGNALS["AstronomyShopOrderConsumerLag"]).action == "scale"
+    assert rule_for(SIGNALS["KubePodCrashLooping"]).action == "restart"
+    assert rule_for("a-signal-nobody-wrote").action == "restart"
+    assert rule_for(signal_of({"alertname": "NoSignalLabel"})).action == "restart"
 
 
-def test_a_rule_naming_the_broken_object_wins_over_a_symptom_rule() -> None:
-    assert strongest(["ServiceHighErrorRatio", "KubeContainerOOMKilled"]) == "KubeContainerOOMKilled"
-    assert strongest(["ServiceLatencyP99High", "ServiceHighErrorRatio"]) == "ServiceHighErrorRatio"
+def test_a_signal_naming_the_broken_object_wins_over_a_symptom() -> None:
+    oom, errors, latency = (SIGNALS[n] for n in ("KubeContainerOOMKilled", "ServiceHighErrorRatio",
+                                                  "ServiceLatencyP99High"))  # fmt: skip
+    assert strongest([errors, oom]) == oom
+    assert strongest([latency, errors]) == errors
+    assert strongest([SIGNALS["RedisDown"], SIGNALS["KubeContainerOOMKilled"]]) == oom
 
 
 def test_alerts_are_grouped_into_one_incident_per_workload_with_one_action_each() -> None:

@@ -6,19 +6,17 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
 
+from orchestrator.agents.runbook_rules import RULE_TABLE
+from orchestrator.catalog.topologies import known_apps, load_topology
 from orchestrator.telemetry.rules import default_rule_pack_dir, load_rule_pack
 
 PACK = default_rule_pack_dir()
 TESTS = sorted((PACK / "tests").glob("*.yaml"))
-APP_PREFIXES = {
-    "OnlineBoutique": "online-boutique",
-    "TrainTicket": "train-ticket",
-    "AstronomyShop": "astronomy-shop",
-}
 
 
 def promtool() -> str:
@@ -70,13 +68,27 @@ def test_every_rule_has_severity_summary_description_and_a_for() -> None:
         assert rule.interval == 15, rule.name
 
 
-def test_app_rules_are_scoped_to_their_app_namespace() -> None:
-    app_rules = [r for r in load_rule_pack(PACK).rules if r.name.startswith(tuple(APP_PREFIXES))]
-    assert len(app_rules) >= 6
+def test_every_rule_carries_a_signal_the_runbook_knows() -> None:
+    for rule in load_rule_pack(PACK).rules:
+        assert dict(rule.labels).get("signal") in RULE_TABLE, rule.name
+
+
+def test_app_rules_name_a_registered_app_and_are_scoped_to_its_namespace() -> None:
+    app_rules = [r for r in load_rule_pack(PACK).rules if r.app is not None]
+    assert {rule.app for rule in app_rules} == set(known_apps())
     for rule in app_rules:
-        namespace = next(ns for prefix, ns in APP_PREFIXES.items() if rule.name.startswith(prefix))
+        assert rule.app is not None
+        namespace = load_topology(rule.app).namespace
         selectors = re.findall(r"\{[^}]*\}", rule.expr)
         assert selectors and all(f'namespace="{namespace}"' in s for s in selectors), rule.name
+
+
+def test_each_app_has_its_own_rule_file_with_only_its_rules() -> None:
+    for rule in load_rule_pack(PACK).rules:
+        if rule.app is not None:
+            assert rule.source == f"{rule.app}.yaml", rule.name
+        else:
+            assert Path(rule.source).stem not in known_apps(), rule.name
 
 
 def test_rule_pack_has_a_version_and_a_content_hash() -> None:

@@ -10,7 +10,7 @@ from orchestrator.catalog.admissions import (
 )
 from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Procedure, render_admission
 from orchestrator.catalog.loading import default_root, load_catalog
-from orchestrator.run.plan import app_rules, read_admission
+from orchestrator.run.plan import read_admission
 from orchestrator.telemetry.rules import load_rule_pack
 
 
@@ -52,11 +52,10 @@ def test_only_admitted_entries_with_an_unchanged_content_hash_are_drawn(tmp_path
     assert len(admission.sha256) == 64
 
 
-def test_the_rule_groups_of_other_apps_are_not_evaluated() -> None:
+def test_the_rules_labelled_for_other_apps_are_not_evaluated() -> None:
     pack = load_rule_pack()
-    mine = app_rules(pack, "online-boutique")
-    groups = {rule.group for rule in mine.rules}
-    assert "online-boutique" in groups
-    assert not groups & {"train-ticket", "astronomy-shop"}
+    mine = pack.for_app("online-boutique")
+    assert {rule.app for rule in mine.rules} == {None, "online-boutique"}
+    assert {rule.app for rule in pack.rules} >= {"train-ticket", "astronomy-shop"}
     assert len(mine.rules) < len(pack.rules)
     assert mine.sha256 == pack.sha256
