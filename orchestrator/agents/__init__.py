@@ -1,4 +1,5 @@
-"""Baseline agents: noop, runbook, alert correlation, oracle and a ReAct agent, each a standalone command.
+"""Baseline agents: noop, runbook, alert correlation, oracle, a ReAct agent and a retrieval-augmented one,
+each a standalone command.
 
 ``AGENTS`` maps each name to the command that runs it (``python -m orchestrator.agents.<name>`` under the
 current interpreter). Every agent speaks only the agent protocol: the tools over MCP, the alert file and
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-AGENT_NAMES: tuple[str, ...] = ("noop", "runbook", "correlation", "oracle", "react")
+AGENT_NAMES: tuple[str, ...] = ("noop", "runbook", "correlation", "oracle", "react", "rag")
 
 AGENTS: dict[str, list[str]] = {
     name: [sys.executable, "-m", f"orchestrator.agents.{name}"] for name in AGENT_NAMES

@@ -58,6 +58,9 @@ REACT_OPTIONS = (
     OptionSpec("margin_s", "number", "seconds before the deadline at which to stop", minimum=0.0),
 )
 
+# orchestrator.agents.rag: the ReAct options, and how many passages to retrieve.
+RAG_OPTIONS = (*REACT_OPTIONS, OptionSpec("top_k", "integer", "passages retrieved per invocation", minimum=0))
+
 # orchestrator.agents.correlation
 CORRELATION_OPTIONS = (
     OptionSpec("window_s", "number", "seconds within which related alerts join one incident", minimum=0.0),
@@ -69,6 +72,7 @@ OPTIONS: dict[str, tuple[OptionSpec, ...]] = {
     "correlation": CORRELATION_OPTIONS,
     "oracle": (),
     "react": REACT_OPTIONS,
+    "rag": RAG_OPTIONS,
 }
 """The options of each built-in agent; an agent not named here accepts any option."""
 

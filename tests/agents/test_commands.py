@@ -31,7 +31,7 @@ def _env(mcp_url: str, workspace: Path, alerts: list[dict[str, Any]], **extra: s
 
 
 def test_every_agent_name_maps_to_a_module_command_under_this_interpreter() -> None:
-    assert set(AGENTS) == {"noop", "runbook", "correlation", "oracle", "react"}
+    assert set(AGENTS) == {"noop", "runbook", "correlation", "oracle", "react", "rag"}
     for name, command in AGENTS.items():
         assert command == [sys.executable, "-m", f"orchestrator.agents.{name}"]
 
@@ -69,8 +69,7 @@ def test_the_noop_agent_exits_cleanly_and_calls_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_runbook_agent_reports_acts_once_and_resolves_on_the_next_invocation(tmp_path: Path) -> None:
     alerts = [{"alert_id": "a1", "rule": "KubeDeploymentNoAvailableReplicas", "starts_at": 130.0,
-               "labels": {"namespace": NS, "deployment": "checkoutservice",
-                          "signal": "replicas"}}]  # fmt: skip
+               "labels": {"namespace": NS, "deployment": "checkoutservice"}}]  # fmt: skip
     with tools_server(TOKEN) as (url, log):
         env = _env(url, tmp_path, alerts)
         for _ in range(2):
