@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from collections.abc import Sequence
 
-from orchestrator.catalog.topology import APPS
+from orchestrator.catalog.apps import app_names
 from orchestrator.errors import Problem, ScheduleError
 from orchestrator.schedule import (
     Concurrency,
@@ -54,7 +54,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="print the seeded fault schedule of a marathon",
         description="Plan the seeded fault schedule for an app (nothing is injected) and report concurrency.",
     )
-    parser.add_argument("--app", required=True, choices=APPS, help="application whose catalog is drawn from")
+    parser.add_argument(
+        "--app", required=True, choices=app_names(), help="application whose catalog is drawn from"
+    )
     parser.add_argument("--seed", required=True, type=seed_argument, help="run seed (integer >= 0)")
     parser.add_argument("--json", action="store_true", help="print canonical JSON instead of a table")
     parser.add_argument("--faults", type=int, default=defaults.fault_count, help="arrivals to draw")

@@ -8,9 +8,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from orchestrator.catalog.apps import app_names
 from orchestrator.twin.boot import Twin
 
-APPS = ("online-boutique", "train-ticket", "astronomy-shop")
 WARMUP_S = 120.0
 MEASURED_S = 1800.0
 MARATHON_S = 5400.0
@@ -49,7 +49,7 @@ def _marathon_with_prometheus() -> tuple[str, str]:
 
 def bench() -> list[tuple[str, str, str]]:
     rows = []
-    for app in APPS:
+    for app in app_names():
         speed, per_step = _speed(app)
         rows.append((f"{app}: simulated s per wall s (no push)", f"{speed:.0f} ({per_step:.1f} ms/step)", ""))
     measured, target = _marathon_with_prometheus()

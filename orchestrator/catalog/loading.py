@@ -15,10 +15,11 @@ from types import MappingProxyType
 import yaml
 from pydantic import ValidationError
 
+from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names, listed
 from orchestrator.catalog.checks import cross_check, located
 from orchestrator.catalog.faults import FAULT_ENTRY, Category, ChaosFault, CodeFault, ConfigFault, Mechanism
-from orchestrator.catalog.topologies import REPOSITORY_ROOT, load_topology
-from orchestrator.catalog.topology import APPS, Topology, affected_scope, topology_path
+from orchestrator.catalog.topologies import load_topology
+from orchestrator.catalog.topology import Topology, affected_scope, topology_path
 from orchestrator.catalog.yamlfile import Document, Loc, read_documents
 from orchestrator.errors import CatalogError, Problem
 
@@ -192,18 +193,13 @@ def _read_fast(path: Path) -> list[Document]:
     return [Document(path=path, data=data, lines=lines)]
 
 
-def known_apps(*, root: Path | None = None) -> tuple[str, ...]:
-    """Apps that have a catalog folder under ``root``, in ``APPS`` order."""
-    catalog_dir = (root if root is not None else default_root()) / "fault_catalog"
-    return tuple(app for app in APPS if (catalog_dir / app).is_dir())
-
-
 def _sources_of_apps(app: str | None, root: Path) -> list[_Source]:
     catalog_dir = root / "fault_catalog"
     if app is not None:
-        if app not in APPS:
-            raise CatalogError(f"unknown app {app!r}; known apps: {', '.join(APPS)}")
-        if app not in known_apps(root=root):
+        if not (catalog_dir / app).is_dir():
+            known = app_names(root=root)
+            if app not in known:
+                raise CatalogError(f"unknown app {app!r}; known apps: {listed(known)}")
             raise CatalogError(f"app {app!r} has no catalog folder {catalog_dir / app}")
         folders = [catalog_dir / app]
     else:
@@ -309,8 +305,9 @@ def _with_sources(placed: list[_Placed], sources: list[_Source]) -> Iterable[tup
 def _topologies(wanted: set[tuple[str, Path]], problems: list[Problem]) -> dict[tuple[str, Path], Topology]:
     loaded = {}
     for app, root in sorted(wanted):
-        if app not in APPS:
-            problems.append(_unknown_app(root / "fault_catalog" / app, app))
+        known = app_names(root=root)
+        if app not in known:
+            problems.append(_unknown_app(root, app, known))
             continue
         try:
             loaded[(app, root)] = load_topology(app, root=root)
@@ -322,5 +319,7 @@ def _topologies(wanted: set[tuple[str, Path]], problems: list[Problem]) -> dict[
     return loaded
 
 
-def _unknown_app(folder: Path, app: str) -> Problem:
-    return Problem(str(folder), None, "app", repr(app), f"unknown app; expected one of {', '.join(APPS)}")
+def _unknown_app(root: Path, app: str, known: tuple[str, ...]) -> Problem:
+    """A catalog folder whose app has no topology file, so no app of that name exists."""
+    message = f"no topology for app {app!r}, so the app is unknown; known apps: {listed(known)}"
+    return Problem(str(topology_path(app, root=root)), None, "app", repr(app), message)

@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names
 from orchestrator.catalog.manifests import app_manifest_path, render_yaml
-from orchestrator.catalog.topologies import REPOSITORY_ROOT, known_apps, load_topology
+from orchestrator.catalog.topologies import load_topology
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _render(args: argparse.Namespace) -> int:
     root: Path = args.root or REPOSITORY_ROOT
-    apps = (args.app,) if args.app else known_apps(root=root)
+    apps = (args.app,) if args.app else app_names(root=root)
     stale = []
     for app in apps:
         text = render_yaml(load_topology(app, root=root))

@@ -13,21 +13,12 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names, listed
 from orchestrator.catalog.topology import Call, Topology, topology_path
 from orchestrator.catalog.yamlfile import Document, problems_from, read_documents
 from orchestrator.errors import CatalogError, Problem
 
-# orchestrator/catalog/topologies.py -> the repository root, the folder that holds manifests/.
-REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 _FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def known_apps(*, root: Path | None = None) -> tuple[str, ...]:
-    """The apps that have a topology file below ``root`` (the repository root by default)."""
-    manifests = (root or REPOSITORY_ROOT) / "manifests"
-    if not manifests.is_dir():
-        return ()
-    return tuple(sorted(p.parent.name for p in manifests.glob("*/topology.yaml")))
 
 
 def load_topology(app: str, *, root: Path | None = None) -> Topology:
@@ -40,7 +31,7 @@ def load_topology(app: str, *, root: Path | None = None) -> Topology:
     try:
         stamp = path.stat().st_mtime_ns
     except OSError:
-        known = ", ".join(known_apps(root=base)) or "none"
+        known = listed(app_names(root=base))
         raise CatalogError(f"unknown app {app!r}: no {path}; known apps: {known}") from None
     return _load_cached(base, app, stamp)
 

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validat
 
 from orchestrator.catalog.yamlfile import Loc
 
-APPS: tuple[str, ...] = ("online-boutique", "train-ticket", "astronomy-shop")
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 DatastoreKind = Literal["redis", "valkey", "mysql", "postgresql", "mongodb", "kafka", "rabbitmq", "nacos"]

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.agents.options import OptionValue, options_help
-from orchestrator.catalog.topology import APPS
+from orchestrator.catalog.apps import app_names
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.run.config import RunConfig, load_agent_config, make_config
 from orchestrator.run.progress import RunProgress
@@ -18,13 +18,13 @@ from orchestrator.schedule_commands import seed_argument
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    defaults = RunConfig(app=APPS[0], seed=0, agent_cmd="true")
+    defaults = {name: field.default for name, field in RunConfig.model_fields.items()}
     parser = subparsers.add_parser(
         "run",
         help="run a marathon and score it",
         description="Inject the seeded fault schedule, invoke the agent every delta seconds, seal and score.",
     )
-    parser.add_argument("--app", required=True, choices=APPS)
+    parser.add_argument("--app", required=True, choices=app_names())
     parser.add_argument("--seed", required=True, type=seed_argument, help="run seed (integer >= 0)")
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--agent", help="a baseline agent by name (noop, runbook, oracle, react)")
@@ -48,11 +48,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     clock_help = "stepped (default on the twin) or realtime (always on a real cluster)"
     parser.add_argument("--clock", choices=("stepped", "realtime"), default=None, help=clock_help)
     parser.add_argument("--speed", type=float, default=1.0, help="realtime twin: simulated s per wall s")
-    parser.add_argument("--faults", type=int, default=defaults.faults, help="fault arrivals to draw")
-    parser.add_argument("--delta", type=int, default=defaults.delta_s, help="seconds between invocations")
+    parser.add_argument("--faults", type=int, default=defaults["faults"], help="fault arrivals to draw")
+    parser.add_argument("--delta", type=int, default=defaults["delta_s"], help="seconds between invocations")
     parser.add_argument("--budget", type=float, default=None, help="wall seconds per invocation")
-    parser.add_argument("--injection-period", type=int, default=defaults.injection_period_s)
-    parser.add_argument("--observation-period", type=int, default=defaults.observation_period_s)
+    parser.add_argument("--injection-period", type=int, default=defaults["injection_period_s"])
+    parser.add_argument("--observation-period", type=int, default=defaults["observation_period_s"])
     parser.add_argument("--max-concurrent", type=int, default=None)
     parser.add_argument(
         "--shared-culprits",
@@ -60,7 +60,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="let one service be the culprit of several active faults at once (default: one at a time)",
     )
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/<run id>)")
-    parser.add_argument("--runs", type=Path, default=defaults.runs_root, help="where runs and baselines live")
+    parser.add_argument(
+        "--runs", type=Path, default=defaults["runs_root"], help="where runs and baselines live"
+    )
     parser.add_argument("--kubeconfig", type=Path, default=None, help="kube backend: the cluster")
     parser.add_argument("--prometheus-url", default=None, help="kube backend: the cluster's Prometheus")
     parser.add_argument("--model-url", default=None, help="upstream OpenAI-compatible URL to meter")

@@ -33,7 +33,7 @@ from pydantic import (
 
 import orchestrator
 from orchestrator.agents.options import OptionValue, option_problems, plain_value
-from orchestrator.catalog.topology import APPS
+from orchestrator.catalog.apps import app_names, listed
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.schedule import ScheduleParams
 
@@ -136,8 +136,9 @@ def _problems(config: RunConfig) -> list[Problem]:
     def bad(field: str, value: object, message: str) -> None:
         found.append(Problem(_WHERE, None, field, repr(value), message))
 
-    if config.app not in APPS:
-        bad("app", config.app, f"unknown app; expected one of {', '.join(APPS)}")
+    apps = app_names()
+    if config.app not in apps:
+        bad("app", config.app, f"unknown app; expected one of {listed(apps)}")
     if config.role == "scored" and (config.agent is None) == (config.agent_cmd is None):
         bad("agent", config.agent, "give exactly one of agent (a name) and agent_cmd (a command line)")
     if config.role == "scored" and config.agent is not None:

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from orchestrator.catalog.topology import APPS
+from orchestrator.catalog.apps import app_names
 from orchestrator.errors import ConfigError
 
 
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = verbs.add_parser(
         "serve", help="serve a twin on 127.0.0.1 behind a fresh token and write a kubeconfig (0600) with it"
     )
-    serve.add_argument("--app", required=True, choices=APPS)
+    serve.add_argument("--app", required=True, choices=app_names())
     serve.add_argument("--port", type=int, default=0, help="listen port on 127.0.0.1 (0: a free port)")
     serve.add_argument("--seed", type=int, default=1)
     serve.add_argument("--clock", choices=("stepped", "realtime"), default="realtime")

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from orchestrator.agents.runbook_rules import RULE_TABLE
-from orchestrator.catalog.topologies import known_apps, load_topology
+from orchestrator.catalog.apps import app_names
+from orchestrator.catalog.topologies import load_topology
 from orchestrator.telemetry.rules import default_rule_pack_dir, load_rule_pack
 
 PACK = default_rule_pack_dir()
@@ -75,7 +76,7 @@ def test_every_rule_carries_a_signal_the_runbook_knows() -> None:
 
 def test_app_rules_name_a_registered_app_and_are_scoped_to_its_namespace() -> None:
     app_rules = [r for r in load_rule_pack(PACK).rules if r.app is not None]
-    assert {rule.app for rule in app_rules} == set(known_apps())
+    assert {rule.app for rule in app_rules} == set(app_names())
     for rule in app_rules:
         assert rule.app is not None
         namespace = load_topology(rule.app).namespace
@@ -88,7 +89,7 @@ def test_each_app_has_its_own_rule_file_with_only_its_rules() -> None:
         if rule.app is not None:
             assert rule.source == f"{rule.app}.yaml", rule.name
         else:
-            assert Path(rule.source).stem not in known_apps(), rule.name
+            assert Path(rule.source).stem not in app_names(), rule.name
 
 
 def test_rule_pack_has_a_version_and_a_content_hash() -> None:

@@ -20,7 +20,8 @@ from orchestrator.catalog.admissions import (
     render_admission,
     stale_entries,
 )
-from orchestrator.catalog.loading import Catalog, Entry, default_root, known_apps, load_catalog
+from orchestrator.catalog.apps import app_names
+from orchestrator.catalog.loading import Catalog, Entry, default_root, load_catalog
 from orchestrator.errors import CatalogError
 from tests.catalog.admission_support import measured as _measured
 
@@ -121,7 +122,7 @@ def test_admitted_ids_are_the_admitted_records_whose_content_is_current(tmp_path
     assert admitted_ids(OB, root=tmp_path) == frozenset({"ob-cart-redis-port"})
 
 
-@pytest.mark.parametrize("app", known_apps())
+@pytest.mark.parametrize("app", app_names())
 def test_every_committed_entry_has_a_current_admission_record_where_the_app_has_a_file(app: str) -> None:
     admission = load_admission(app)
     if admission is None:

@@ -81,7 +81,7 @@ def test_list_shows_every_online_boutique_entry_and_the_counts(capsys: pytest.Ca
 
 def test_list_of_an_unknown_app_exits_2_naming_the_known_apps(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "list", "--app", "pet-store"]) == 2
-    assert "known apps: online-boutique, train-ticket, astronomy-shop" in capsys.readouterr().err
+    assert "known apps: astronomy-shop, online-boutique, train-ticket" in capsys.readouterr().err
 
 
 def test_admit_and_export_ctk_add_themselves_to_the_catalog_command_after_its_own_actions() -> None:

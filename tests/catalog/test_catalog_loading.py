@@ -259,9 +259,11 @@ def test_a_file_that_is_not_a_list_of_faults_is_reported(project: Project) -> No
     ]
 
 
-def test_an_unknown_app_names_the_known_ones(project: Project) -> None:
-    with pytest.raises(CatalogError, match="known apps: online-boutique, train-ticket, astronomy-shop"):
+def test_an_unknown_app_names_the_apps_of_its_project(project: Project) -> None:
+    with pytest.raises(CatalogError, match="unknown app 'pet-store'; known apps: online-boutique$"):
         load_catalog("pet-store", root=project(a=_good_entries()))
+    with pytest.raises(CatalogError, match="known apps: astronomy-shop, online-boutique, train-ticket$"):
+        load_catalog("pet-store")
 
 
 def test_broken_yaml_is_reported_with_its_line_beside_the_other_files_problems(project: Project) -> None:

@@ -9,10 +9,11 @@ import pytest
 import yaml
 from kubernetes.client import ApiClient
 
+from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names
 from orchestrator.catalog.manifest_commands import register
 from orchestrator.catalog.manifests import app_manifest_path, flag_file, render_objects, render_yaml
-from orchestrator.catalog.topologies import REPOSITORY_ROOT, load_topology
-from orchestrator.catalog.topology import APPS, Topology, parse_address
+from orchestrator.catalog.topologies import load_topology
+from orchestrator.catalog.topology import Topology, parse_address
 from orchestrator.cli import main
 
 MODEL_OF_KIND = {
@@ -29,7 +30,7 @@ def _deserialize(client: ApiClient, obj: dict[str, Any], klass: str) -> Any:
     return client._ApiClient__deserialize(json.loads(json.dumps(obj)), klass)
 
 
-@pytest.fixture(scope="module", params=APPS)
+@pytest.fixture(scope="module", params=app_names())
 def topology(request: pytest.FixtureRequest) -> Topology:
     return load_topology(request.param)
 

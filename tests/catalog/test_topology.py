@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.catalog.topologies import REPOSITORY_ROOT, load_topology, request_rates
-from orchestrator.catalog.topology import APPS, ServiceKind, Topology, affected_scope, parse_address
+from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names
+from orchestrator.catalog.topologies import load_topology, request_rates
+from orchestrator.catalog.topology import ServiceKind, Topology, affected_scope, parse_address
 from orchestrator.errors import CatalogError
 
 
-@pytest.fixture(scope="module", params=APPS)
+@pytest.fixture(scope="module", params=app_names())
 def topology(request: pytest.FixtureRequest) -> Topology:
     return load_topology(request.param)
 
@@ -42,7 +43,7 @@ def test_every_app_loads_with_its_namespace_and_version() -> None:
 
 
 def test_upstream_deployment_names_are_kept() -> None:
-    names = {app: set(load_topology(app).service_names) for app in APPS}
+    names = {app: set(load_topology(app).service_names) for app in app_names()}
     assert {"cartservice", "redis-cart", "frontend", "loadgenerator"} <= names["online-boutique"]
     train_ticket = {"ts-order-service", "ts-gateway-service", "ts-ui-dashboard", "tsdb-mysql", "nacos"}
     assert train_ticket | {"rabbitmq", "nacosdb-mysql"} <= names["train-ticket"]
