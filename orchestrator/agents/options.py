@@ -66,6 +66,13 @@ CORRELATION_OPTIONS = (
     OptionSpec("window_s", "number", "seconds within which related alerts join one incident", minimum=0.0),
 )
 
+# orchestrator.agents.cli: the CLI to run (unless given after -- on the adapter's command line).
+CLI_OPTIONS = (
+    OptionSpec("command", "string", "the coding-agent CLI's command line, with {prompt}, {prompt_file}, "
+               "{mcp_config}, {mcp_url} or {workspace} where it wants them"),  # fmt: skip
+    OptionSpec("margin_s", "number", "seconds before the deadline at which the CLI is ended", minimum=0.0),
+)
+
 OPTIONS: dict[str, tuple[OptionSpec, ...]] = {
     "noop": (),
     "runbook": (),
@@ -73,6 +80,7 @@ OPTIONS: dict[str, tuple[OptionSpec, ...]] = {
     "oracle": (),
     "react": REACT_OPTIONS,
     "rag": RAG_OPTIONS,
+    "cli": CLI_OPTIONS,
 }
 """The options of each built-in agent; an agent not named here accepts any option."""
 

@@ -31,7 +31,7 @@ def _env(mcp_url: str, workspace: Path, alerts: list[dict[str, Any]], **extra: s
 
 
 def test_every_agent_name_maps_to_a_module_command_under_this_interpreter() -> None:
-    assert set(AGENTS) == {"noop", "runbook", "correlation", "oracle", "react", "rag"}
+    assert set(AGENTS) == {"noop", "runbook", "correlation", "oracle", "react", "rag", "cli"}
     for name, command in AGENTS.items():
         assert command == [sys.executable, "-m", f"orchestrator.agents.{name}"]
 
