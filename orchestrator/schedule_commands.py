@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from orchestrator.catalog.apps import app_names
+from orchestrator.catalog.topology import PublishedConcurrency
 from orchestrator.errors import Problem, ScheduleError
 from orchestrator.schedule import (
     Concurrency,
@@ -18,13 +19,6 @@ from orchestrator.schedule import (
     plan_schedule,
     schedule_to_record,
 )
-
-# Average / peak simultaneously active faults reported for the published marathon schedule.
-PUBLISHED_CONCURRENCY: dict[str, tuple[float, int]] = {
-    "online-boutique": (5.8, 10),
-    "train-ticket": (6.1, 11),
-    "astronomy-shop": (6.5, 11),
-}
 
 # Parameter names as the user typed them, so an error names the flag rather than the field.
 _FLAGS = {
@@ -99,28 +93,46 @@ def params_from_args(args: argparse.Namespace) -> ScheduleParams:
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.catalog.loading import load_catalog
+    from orchestrator.catalog.topologies import load_topology
 
     params = params_from_args(args)
     catalog = load_catalog(args.app)
-    print(report(app=args.app, seed=args.seed, params=params, entries=catalog.entries, as_json=args.json))
+    published = load_topology(args.app).published_concurrency
+    text = report(
+        app=args.app,
+        seed=args.seed,
+        params=params,
+        entries=catalog.entries,
+        published=published,
+        as_json=args.json,
+    )
+    print(text)
     return 0
 
 
-def report(*, app: str, seed: int, params: ScheduleParams, entries: Sequence[Entry], as_json: bool) -> str:
-    """The text ``marathon schedule`` prints: a table with concurrency figures, or canonical JSON."""
+def report(
+    *,
+    app: str,
+    seed: int,
+    params: ScheduleParams,
+    entries: Sequence[Entry],
+    published: PublishedConcurrency | None,
+    as_json: bool,
+) -> str:
+    """The text ``marathon schedule`` prints: a table with concurrency figures, set beside the app's
+    published ones when its topology has them, or canonical JSON."""
     schedule = plan_schedule(app=app, entries=entries, seed=seed, params=params)
     stats = concurrency(schedule)
     if as_json:
-        return report_json(schedule, stats)
-    return render_table(schedule, stats)
+        return report_json(schedule, stats, published)
+    return render_table(schedule, stats, published)
 
 
-def report_json(schedule: Schedule, stats: Concurrency) -> str:
-    published = PUBLISHED_CONCURRENCY.get(schedule.app)
+def report_json(schedule: Schedule, stats: Concurrency, published: PublishedConcurrency | None) -> str:
     record = {
         "schedule": schedule_to_record(schedule),
         "concurrency": dataclasses.asdict(stats),
-        "published": None if published is None else {"average": published[0], "peak": published[1]},
+        "published": None if published is None else published.model_dump(),
     }
     return canonical_json(record)
 
@@ -130,7 +142,7 @@ def clock(seconds: int) -> str:
     return f"{seconds // 60:02d}:{seconds % 60:02d}"
 
 
-def render_table(schedule: Schedule, stats: Concurrency) -> str:
+def render_table(schedule: Schedule, stats: Concurrency, published: PublishedConcurrency | None) -> str:
     params = schedule.params
     arrivals = len(schedule.activations) + len(schedule.skipped)
     lines = [
@@ -154,9 +166,8 @@ def render_table(schedule: Schedule, stats: Concurrency) -> str:
             str(stats.peak_injection),
         ),
     ]
-    published = PUBLISHED_CONCURRENCY.get(schedule.app)
     if published is not None:
-        rows.append((f"published, {schedule.app}", f"{published[0]:.2f}", str(published[1])))
+        rows.append((f"published, {schedule.app}", f"{published.average:.2f}", str(published.peak)))
     lines += ["", f"{f'active faults (cap {cap})':<34}  {'average':>7}  {'peak':>4}"]
     lines += [f"  {name:<32}  {average:>7}  {peak:>4}" for name, average, peak in rows]
     return "\n".join(lines)

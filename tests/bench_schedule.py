@@ -5,9 +5,9 @@ from __future__ import annotations
 import statistics
 import time
 
+from orchestrator.catalog.topologies import load_topology
 from orchestrator.errors import CatalogError
 from orchestrator.schedule import Entry, ScheduleParams, concurrency, plan_schedule
-from orchestrator.schedule_commands import PUBLISHED_CONCURRENCY
 from tests.test_schedule_catalog import APP, fixture_entries
 
 ROUNDS = 30
@@ -39,7 +39,9 @@ def bench() -> list[tuple[str, str, str]]:
     for cap in (None, 10):
         seconds = _median_seconds(entries, ScheduleParams(max_concurrent=cap))
         rows.append((f"plan 60 faults, cap {cap} ({label})", f"{seconds * 1000:.1f} ms", "< 100 ms"))
-    average, peak = PUBLISHED_CONCURRENCY[APP]
+    published = load_topology(APP).published_concurrency
+    assert published is not None
+    average, peak = published.average, published.peak
     # 100 arrivals under a cap of 10 place about 60 faults and come closest to the published figures.
     for count, cap in ((60, None), (60, 10), (100, 10)):
         params = ScheduleParams(fault_count=count, max_concurrent=cap)

@@ -6,12 +6,14 @@ import json
 import pytest
 
 from orchestrator.catalog.loading import load_catalog
+from orchestrator.catalog.topologies import load_topology
 from orchestrator.cli import main
 from orchestrator.schedule import ScheduleParams, concurrency, plan_schedule, schedule_to_record
 from orchestrator.schedule_commands import clock, report, seed_argument
 from tests.test_schedule_catalog import APP, fixture_entries
 
 ENTRIES = fixture_entries()
+PUBLISHED = load_topology(APP).published_concurrency
 
 
 def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -66,7 +68,7 @@ def test_the_clock_shows_minutes_and_seconds_past_the_hour() -> None:
 
 def test_the_table_lists_every_activation_and_the_published_concurrency() -> None:
     params = ScheduleParams()
-    text = report(app=APP, seed=42, params=params, entries=ENTRIES, as_json=False)
+    text = report(app=APP, seed=42, params=params, entries=ENTRIES, published=PUBLISHED, as_json=False)
     schedule = plan_schedule(app=APP, entries=ENTRIES, seed=42, params=params)
     stats = concurrency(schedule)
     ids = tuple(a.entry_id for a in schedule.activations)
@@ -83,8 +85,8 @@ def test_the_table_lists_every_activation_and_the_published_concurrency() -> Non
 
 def test_the_json_report_carries_schedule_concurrency_and_published_figures() -> None:
     params = ScheduleParams(max_concurrent=8)
-    text = report(app=APP, seed=7, params=params, entries=ENTRIES, as_json=True)
-    assert text == report(app=APP, seed=7, params=params, entries=ENTRIES, as_json=True)
+    text = report(app=APP, seed=7, params=params, entries=ENTRIES, published=PUBLISHED, as_json=True)
+    assert text == report(app=APP, seed=7, params=params, entries=ENTRIES, published=PUBLISHED, as_json=True)
     record = json.loads(text)
     schedule = plan_schedule(app=APP, entries=ENTRIES, seed=7, params=params)
     assert record["schedule"] == json.loads(json.dumps(schedule_to_record(schedule)))

@@ -126,6 +126,9 @@ class Service(_Strict):
     service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
     # Further Service names selecting the same pods, e.g. a database's leader endpoint.
     aliases: tuple[str, ...] = ()
+    # What the service says it was doing when a call fails (op -> its own error wrapping, as its code words
+    # it); a call missing here reads "failed to call <op>".
+    call_context: dict[str, str] = {}
 
     @property
     def container_name(self) -> str:
@@ -189,6 +192,13 @@ class FeatureFlag(_Strict):
 class Node(_Strict):
     name: str
     zone: str
+
+
+class PublishedConcurrency(_Strict):
+    """Simultaneously active faults of the app's published marathon schedule, to compare a plan with."""
+
+    average: float = Field(gt=0)
+    peak: int = Field(ge=1)
 
 
 class Site(_Strict):
@@ -255,6 +265,7 @@ class Topology(_Strict):
     feature_flags: tuple[FeatureFlag, ...] = ()
     # The service that serves ``feature_flags`` (its flag file is rendered from them).
     feature_flag_service: str | None = None
+    published_concurrency: PublishedConcurrency | None = None
 
     @model_validator(mode="after")
     def _references_resolve(self, info: ValidationInfo) -> Topology:
@@ -282,9 +293,15 @@ class Topology(_Strict):
             if value is not None and value not in names:
                 errors.append(((field,), f"{field} {value!r} is not a service"))
         site_names = {site.name for site in self.sites}
+        calls = self.calls_by_caller()
         for index, service in enumerate(self.services):
             if service.site is not None and service.site not in site_names:
                 errors.append((("services", index, "site"), f"site {service.site!r} is not declared"))
+            errors += [
+                (("services", index, "call_context", op), f"{service.name} makes no call {op!r}")
+                for op in service.call_context
+                if op not in calls.get(service.name, ())
+            ]
             for env, value in service.address_env.items():
                 message = _address_error(value, hosts)
                 if message is not None:
@@ -325,6 +342,16 @@ class Topology(_Strict):
             found.update(_edges(flow.service, flow.calls))
         return frozenset(found)
 
+    def calls_by_caller(self) -> dict[str, frozenset[str]]:
+        """For each service that makes calls, the ops it calls, over every route and flow."""
+        found: dict[str, set[str]] = {}
+        starts = [(self.entry_point, r.calls) for r in self.routes]
+        starts += [(flow.service, flow.calls) for flow in self.background]
+        for caller, calls in starts:
+            for who, op in _ops(caller, calls):
+                found.setdefault(who, set()).add(op)
+        return {caller: frozenset(ops) for caller, ops in found.items()}
+
     def resolve_host(self, host: str) -> str | None:
         """The service a host name reaches (its own name or one of its aliases), or None."""
         for service in self.services:
@@ -362,6 +389,12 @@ def _call_errors(calls: tuple[Call, ...], loc: Loc, names: set[str]) -> Iterator
         if call.to not in names:
             yield ((*here, "to"), f"calls unknown service {call.to!r}")
         yield from _call_errors(call.calls, here, names)
+
+
+def _ops(caller: str, calls: tuple[Call, ...]) -> Iterator[tuple[str, str]]:
+    for call in calls:
+        yield (caller, call.op)
+        yield from _ops(call.to, call.calls)
 
 
 def _edges(caller: str, calls: tuple[Call, ...]) -> Iterator[tuple[str, str, bool]]:

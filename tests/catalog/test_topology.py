@@ -240,6 +240,20 @@ def test_a_route_calling_an_unknown_service_names_file_line_and_value(tmp_path: 
     assert problem.field.startswith("routes.") and problem.field.endswith(".to")
 
 
+def test_a_call_context_for_a_call_the_service_never_makes_names_its_line(tmp_path: Path) -> None:
+    path = _copy_app(tmp_path, "online-boutique")
+    lines = path.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if "hipstershop.PaymentService/Charge: " in line)
+    lines[index] = lines[index].replace("PaymentService/Charge", "PaymentService/Refund")
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(CatalogError) as caught:
+        load_topology("online-boutique", root=tmp_path)
+    [problem] = caught.value.problems
+    assert problem.line == index + 1
+    assert problem.field.endswith(".call_context.hipstershop.PaymentService/Refund")
+    assert problem.message == "checkoutservice makes no call 'hipstershop.PaymentService/Refund'"
+
+
 def test_shape_problems_are_reported_before_reference_problems(tmp_path: Path) -> None:
     path = _copy_app(tmp_path, "online-boutique")
     text = path.read_text().replace('REDIS_ADDR: "redis-cart:6379"', 'REDIS_ADDR: "redis-cart:6380"')

@@ -1,7 +1,8 @@
 """Every log line the twin's services write, per cause and per language idiom, in one table.
 
 Catalog authors pick an entry's ``log.message`` from these templates; the model fills the placeholders
-from the cluster state it reads. Code-fault builds log their catalog entry's own message instead.
+from the cluster state it reads. Code-fault builds log their catalog entry's own message instead. What a
+caller says it was doing when a call fails is the app's own wording, kept in its topology (``call_context``).
 """
 
 from __future__ import annotations
@@ -243,39 +244,6 @@ AUTH_DETAILS: dict[str, str] = {
     "nacos": "user not found!",
 }
 
-# What a caller says it was doing when a call fails, as the apps' own error wrapping words it; a call
-# missing here reads "failed to call <op>".
-_OB_CONTEXTS: tuple[tuple[str, str, str], ...] = (
-    ("frontend", "CurrencyService/GetSupportedCurrencies", "could not retrieve currencies"),
-    ("frontend", "ProductCatalogService/ListProducts", "could not retrieve products"),
-    ("frontend", "ProductCatalogService/GetProduct", "could not retrieve product"),
-    ("frontend", "CartService/GetCart", "could not retrieve cart"),
-    ("frontend", "CartService/AddItem", "failed to add to cart"),
-    ("frontend", "CartService/EmptyCart", "failed to empty cart"),
-    ("frontend", "CurrencyService/Convert", "failed to convert currency"),
-    ("frontend", "RecommendationService/ListRecommendations", "failed to get product recommendations"),
-    ("frontend", "ShippingService/GetQuote", "failed to get shipping quote"),
-    ("frontend", "CheckoutService/PlaceOrder", "failed to complete the order"),
-    ("frontend", "AdService/GetAds", "failed to retrieve ads"),
-    ("checkoutservice", "CartService/GetCart", "cart failure: failed to get user cart during checkout"),
-    ("checkoutservice", "ProductCatalogService/GetProduct", "failed to prepare order: failed to get product"),
-    ("checkoutservice", "CurrencyService/Convert", "failed to convert price"),
-    ("checkoutservice", "ShippingService/GetQuote", "shipping quote failure: failed to get shipping quote"),
-    ("checkoutservice", "PaymentService/Charge", "failed to charge card: could not charge the card"),
-    ("checkoutservice", "ShippingService/ShipOrder", "shipping error: shipment failed"),
-    ("checkoutservice", "CartService/EmptyCart", "failed to empty user cart during checkout"),
-    ("checkoutservice", "EmailService/SendOrderConfirmation",
-     'failed to send order confirmation to "someone@example.com"'),
-    ("recommendationservice", "ProductCatalogService/ListProducts", "failed to list products"),
-)  # fmt: skip
-CONTEXTS: dict[tuple[str, str], str] = {(svc, f"hipstershop.{op}"): text for svc, op, text in _OB_CONTEXTS}
-
-
-def context(caller: str, op: str) -> str:
-    """The caller's own words for a failed call, or "" when it has none of its own."""
-    return CONTEXTS.get((caller, op), "")
-
-
 # The HTTP status a failed HTTP call carries for each gRPC-style status code of the model.
 HTTP_STATUS: dict[str, str] = {
     "Internal": "500", "Unavailable": "503", "ResourceExhausted": "429", "NotFound": "404",
@@ -315,7 +283,7 @@ class Fill:
     """Values for a template's placeholders; unused ones are ignored."""
 
     op: str = ""
-    context: str = ""  # what the caller was doing, in its own words (see CONTEXTS)
+    context: str = ""  # what the caller was doing, in its own words (its topology's ``call_context``)
     status: str = "500"  # HTTP status of an HTTP call's failure
     host: str = ""
     ip: str = ""

@@ -129,7 +129,7 @@ class PodLogger:
             text = messages.DATASTORE_ERRORS.get(callee_kind or "", "Input/output error")
         fill = messages.Fill(
             op=op,
-            context=messages.context(service.name, op),
+            context=service.call_context.get(op, ""),
             host=host,
             port=port,
             ip=ip or "10.96.0.1",
