@@ -14,12 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.catalog.faults import CATEGORY_WEIGHTS, Category, ChaosFault, CodeFault, ConfigFault
+from orchestrator.catalog.faults import CATEGORY_WEIGHTS, Category, Entry
 from orchestrator.catalog.faults import interference_keys as _interference_keys
 from orchestrator.errors import Problem, ScheduleError
 from orchestrator.rng import derive
-
-Entry = CodeFault | ConfigFault | ChaosFault
 
 # Bump whenever the same inputs would produce a different schedule, so old hashes never match new plans.
 SCHEDULE_VERSION = 2

@@ -7,11 +7,11 @@ import dataclasses
 from collections.abc import Sequence
 
 from orchestrator.catalog.apps import app_names
+from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.topology import PublishedConcurrency
 from orchestrator.errors import Problem, ScheduleError
 from orchestrator.schedule import (
     Concurrency,
-    Entry,
     Schedule,
     ScheduleParams,
     canonical_json,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import statistics
 import time
 
+from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.errors import CatalogError
-from orchestrator.schedule import Entry, ScheduleParams, concurrency, plan_schedule
+from orchestrator.schedule import ScheduleParams, concurrency, plan_schedule
 from tests.test_schedule_catalog import APP, fixture_entries
 
 ROUNDS = 30

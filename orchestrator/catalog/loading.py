@@ -17,13 +17,11 @@ from pydantic import ValidationError
 
 from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names, listed
 from orchestrator.catalog.checks import cross_check, located
-from orchestrator.catalog.faults import FAULT_ENTRY, Category, ChaosFault, CodeFault, ConfigFault, Mechanism
+from orchestrator.catalog.faults import FAULT_ENTRY, Category, Entry, Mechanism
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Topology, affected_scope, topology_path
 from orchestrator.catalog.yamlfile import Document, Loc, read_documents
 from orchestrator.errors import CatalogError, Problem
-
-Entry = CodeFault | ConfigFault | ChaosFault
 
 _TAGS = frozenset(m.value for m in Mechanism)
 _FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

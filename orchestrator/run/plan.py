@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.catalog.admissions import admission_path, admitted_ids
-from orchestrator.catalog.loading import Catalog, Entry, default_root, load_catalog
+from orchestrator.catalog.faults import Entry
+from orchestrator.catalog.loading import Catalog, default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Topology
 from orchestrator.run.config import RunConfig, Versions, code_digest

@@ -21,7 +21,8 @@ from orchestrator.catalog.admissions import (
     stale_entries,
 )
 from orchestrator.catalog.apps import app_names
-from orchestrator.catalog.loading import Catalog, Entry, default_root, load_catalog
+from orchestrator.catalog.faults import Entry
+from orchestrator.catalog.loading import Catalog, default_root, load_catalog
 from orchestrator.errors import CatalogError
 from tests.catalog.admission_support import measured as _measured
 
