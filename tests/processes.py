@@ -3,6 +3,7 @@ by command line (a sandboxed agent's pids are of its own PID namespace, so they 
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 
@@ -36,3 +37,8 @@ def running_with(marker: str) -> list[int]:
             if marker.encode() in cmdline.replace(b"\0", b" "):
                 found.append(int(entry.name))
     return found
+
+
+def unique_sleep() -> str:
+    """A ``sleep`` command line no other process on the machine has, to find a test's own children by."""
+    return f"sleep 4{secrets.randbelow(10**6):06d}.5"

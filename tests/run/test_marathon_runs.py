@@ -17,9 +17,11 @@ import pytest
 from orchestrator.bundle.reader import read_bundle
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.run.config import RunConfig, make_config
+from orchestrator.run.events import Boundary, RunEvent
+from orchestrator.run.plan import make_plan
 from orchestrator.run.runner import RunResult, run_marathon
 from orchestrator.twin.kubeconfig import read_credentials
-from tests.processes import running_with
+from tests.processes import running_with, unique_sleep
 
 pytestmark = [
     pytest.mark.slow,
@@ -73,6 +75,10 @@ def test_a_short_run_with_a_bash_agent_is_sealed_journaled_and_scored(
     assert len(bundle.service) >= 900 // 15
     assert bundle.probes
     assert bundle.alerts
+    assert bundle.rule_failures == ()  # a healthy run: a summary naming every rule, no failure
+    pack = make_plan(_config(result.run_dir.parent, "unused")).rules
+    assert [h.rule for h in bundle.rule_health] == [rule.name for rule in pack.rules]
+    assert all(h.failures == 0 and h.evaluations >= 15 for h in bundle.rule_health)
     seen = (result.run_dir / "workspace" / "seen.txt").read_text().splitlines()
     assert seen[0] == "invocation 1 of online-boutique in online-boutique"
     assert len(seen) == 15
@@ -123,7 +129,8 @@ def test_the_no_action_baseline_is_computed_once_and_cached(twice: tuple[RunResu
 def test_an_agent_sleeping_past_its_budget_is_killed_and_the_next_invocation_is_on_time(
     tmp_path: Path,
 ) -> None:
-    sleeper = "sleep 4325 & echo started >> children.txt; sleep 120"
+    marker = unique_sleep()  # no other test run on the machine has children of this name
+    sleeper = f"{marker} & echo started >> children.txt; sleep 120"
     config = _config(
         tmp_path, "sleepy", agent_cmd=f"bash -c '{sleeper}'", faults=0, delta_s=20, budget_s=2.0,
         injection_period_s=60, observation_period_s=40, baseline=False,
@@ -135,18 +142,23 @@ def test_an_agent_sleeping_past_its_budget_is_killed_and_the_next_invocation_is_
     ]
     children = (result.run_dir / "workspace" / "children.txt").read_text().split()
     assert len(children) == 5  # each invocation left a child behind...
-    assert running_with("sleep 4325") == []  # ...and none of them outlived its invocation
+    assert running_with(marker) == []  # ...and none of them outlived its invocation
     assert verify_bundle(result.bundle_dir).ok
 
 
-def test_sigterm_stops_the_run_early_reverting_every_fault_and_sealing(tmp_path: Path) -> None:
-    def on_event(event: dict[str, Any]) -> None:
-        if event["type"] == "boundary" and event["k"] == 4:
+class _TerminateAtBoundary:
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def handle(self, event: RunEvent) -> None:
+        if isinstance(event, Boundary) and event.k == self.k:
             os.kill(os.getpid(), signal.SIGTERM)
 
+
+def test_sigterm_stops_the_run_early_reverting_every_fault_and_sealing(tmp_path: Path) -> None:
     config = _config(tmp_path, "stopped", agent_cmd="true", faults=8, baseline=True, min_duration_s=300,
                      max_duration_s=600)  # fmt: skip
-    result = run_marathon(config, on_event=on_event)
+    result = run_marathon(config, events=_TerminateAtBoundary(4))
     assert result.reason == "stopped"
     bundle = read_bundle(result.bundle_dir)
     assert len(bundle.invocations) == 4

@@ -17,7 +17,7 @@ import pytest
 from orchestrator.run import sandbox as sb
 from orchestrator.run import warmstart
 from orchestrator.run.invoking import AgentProcess, agent_environment
-from tests.processes import gone, running_with
+from tests.processes import gone, running_with, unique_sleep
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None and not os.environ.get("CI"),
@@ -160,8 +160,8 @@ def test_a_spawned_agent_sees_its_workspace_and_its_endpoint_and_nothing_else(
 def test_processes_that_left_the_agents_process_group_die_with_the_invocation(
     run_dir: Path, endpoint: str
 ) -> None:
-    marker = "sleep 4321"
-    script = (f"setsid bash -c 'echo $$ > escaped.pid; exec {marker}' & nohup sleep 4322 >/dev/null & "
+    marker, other = unique_sleep(), unique_sleep()
+    script = (f"setsid bash -c 'echo $$ > escaped.pid; exec {marker}' & nohup {other} >/dev/null & "
               "while [ ! -s escaped.pid ]; do sleep 0.05; done; echo > started; sleep 60")  # fmt: skip
     sandbox = _sandbox(run_dir, endpoint)
     try:
@@ -172,8 +172,8 @@ def test_processes_that_left_the_agents_process_group_die_with_the_invocation(
         sandbox.close()
     assert outcome.timed_out
     assert (run_dir / "workspace" / "started").exists()  # the escape had happened before the budget ran out
-    assert gone(*running_with(marker), *running_with("sleep 4322"))
-    assert running_with(marker) == [] and running_with("sleep 4322") == []
+    assert gone(*running_with(marker), *running_with(other))
+    assert running_with(marker) == [] and running_with(other) == []
 
 
 def test_the_sandbox_refuses_an_unknown_path() -> None:
@@ -211,7 +211,10 @@ def test_a_warm_started_agent_runs_inside_the_sandbox_and_its_escaped_children_a
     run_dir: Path, warm_sandboxed: AgentProcess
 ) -> None:
     agent = warm_sandboxed
-    first = agent.invoke(1, env=agent_environment({"PROBE_MODE": "escape"}), budget_s=30.0)
+    marker = unique_sleep()
+    first = agent.invoke(
+        1, env=agent_environment({"PROBE_MODE": "escape", "PROBE_SLEEP": marker}), budget_s=30.0
+    )
     assert first.exit_code == 3, (run_dir / "agent.log").read_text()
     started = json.loads((run_dir / "workspace" / "started.json").read_text())
     assert started["cwd"] == "/workspace"
@@ -219,12 +222,13 @@ def test_a_warm_started_agent_runs_inside_the_sandbox_and_its_escaped_children_a
     if os.geteuid() == 0:
         assert started["uid"] == sb.AGENT_UID
     assert (run_dir / "workspace" / "escaped.pid").exists()
-    assert gone(*running_with("sleep 4323")) and running_with("sleep 4323") == []
+    assert gone(*running_with(marker)) and running_with(marker) == []
     (run_dir / "workspace" / "escaped.pid").unlink()
-    second = agent.invoke(2, env=agent_environment({"PROBE_MODE": "escape-hang"}), budget_s=3.0)
+    hang = {"PROBE_MODE": "escape-hang", "PROBE_SLEEP": marker}
+    second = agent.invoke(2, env=agent_environment(hang), budget_s=3.0)
     assert second.timed_out
     assert (run_dir / "workspace" / "escaped.pid").exists()
-    assert gone(*running_with("sleep 4323")) and running_with("sleep 4323") == []
+    assert gone(*running_with(marker)) and running_with(marker) == []
     log = (run_dir / "agent.log").read_text()
     assert "warm start failed" not in log
     assert agent._template is not None  # the template served both invocations

@@ -28,7 +28,9 @@ def main() -> int:
         child = subprocess.Popen(["sleep", "60"])
         Path("child.pid").write_text(str(child.pid), encoding="utf-8")
     if mode.startswith("escape"):  # a child in a session of its own, outside the agent's process group
-        escaped = subprocess.Popen(["sleep", "4323"], start_new_session=True)
+        escaped = subprocess.Popen(
+            os.environ.get("PROBE_SLEEP", "sleep 4323").split(), start_new_session=True
+        )
         Path("escaped.pid").write_text(str(escaped.pid), encoding="utf-8")
     if mode in ("sleep", "escape-hang"):
         time.sleep(60)
