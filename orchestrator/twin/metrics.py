@@ -1,24 +1,27 @@
 """The series a real cluster's Prometheus would scrape, collected from the twin at one instant.
 
-Names and labels follow alert_rules/SERIES.md: OpenTelemetry span metrics, kube-state-metrics, cAdvisor and
-datastore exporters. ``collect`` is pure over the objects and the model's accumulators.
+Names and labels are the series contract's (``orchestrator/vocabulary/series.py``, described in
+alert_rules/SERIES.md): OpenTelemetry span metrics, kube-state-metrics, cAdvisor and the datastore exporters,
+whose series per datastore kind come from the contract's table. Every function here is pure over the
+objects and the model's accumulators.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
 from orchestrator.catalog.topology import Call
+from orchestrator.twin.model.datastores import DatastoreStats
 from orchestrator.twin.model.engine import AppModel
 from orchestrator.twin.model.spans import BUCKETS_MS, CLIENT
+from orchestrator.vocabulary.series import EXPORTERS, Backlog, Quantity
 
 Labels = tuple[tuple[str, str], ...]
 Sample = tuple[str, Labels, float]  # metric name, sorted labels, value
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
-MAX_CONNECTIONS = {"mysql": 151.0, "postgresql": 100.0}
 _LE = tuple(f"{b:g}" for b in BUCKETS_MS) + ("+Inf",)
 
 
@@ -159,51 +162,55 @@ def _walk(calls: tuple[Call, ...]) -> Iterable[Call]:
         yield from _walk(call.calls)
 
 
+# A datastore's own setting an exporter reports (the server's default), not something the model tracks.
+MAX_CONNECTIONS = {"mysql": 151.0, "postgresql": 100.0}
+_READINGS: dict[Quantity, Callable[[DatastoreStats, str], float]] = {
+    "up": lambda stats, kind: 1.0 if stats.up else 0.0,
+    "clients": lambda stats, kind: float(stats.clients),
+    "memory": lambda stats, kind: stats.memory,
+    "memory_limit": lambda stats, kind: stats.memory_limit,
+    "slow": lambda stats, kind: stats.slow,
+    "max_connections": lambda stats, kind: MAX_CONNECTIONS[kind],
+}
+
+
 def datastore_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
-    topology = model.topology
-    ops: dict[str, set[str]] = {}
-    for calls in [r.calls for r in topology.routes] + [f.calls for f in topology.background]:
-        for call in _walk(calls):
-            ops.setdefault(call.to, set()).add(call.op)
+    """Each datastore's exporter series, as the contract's table of exporters lists them per kind."""
+    ops = _ops_called(model)
     client = {
         (svc, op): count for (svc, op, kind, _s), count, _t, _b in model.spans.export() if kind == CLIENT
     }
     for name, stats in sorted(model.datastores.items()):
         service = model.services[name]
         kind = service.datastore_kind or ""
+        exporter = EXPORTERS.get(kind)
+        if exporter is None:
+            continue
         base = {"namespace": namespace, "service": name}
-        up = 1.0 if stats.up else 0.0
-        if kind in ("redis", "valkey"):
-            yield "redis_up", _labels(**base), up
-            yield "redis_connected_clients", _labels(**base), float(stats.clients)
-            yield "redis_memory_used_bytes", _labels(**base), stats.memory
-            yield "redis_memory_max_bytes", _labels(**base), stats.memory_limit
+        for gauge in exporter.gauges:
+            yield gauge.series, _labels(**base), _READINGS[gauge.quantity](stats, kind)
+        if exporter.commands is not None:
             for op in sorted(ops.get(name, ())):
                 count = sum(v for (svc, o), v in client.items() if o == op and svc != name)
-                cmd = op.split()[0].lower()
-                yield "redis_commands_total", _labels(**base, cmd=cmd), count
-                yield (
-                    "redis_commands_duration_seconds_total",
-                    _labels(**base, cmd=cmd),
-                    count * service.model.base_latency_ms / 1000.0,
-                )
-        elif kind == "mysql":
-            yield "mysql_up", _labels(**base), up
-            yield "mysql_global_status_threads_connected", _labels(**base), float(stats.clients)
-            yield "mysql_global_variables_max_connections", _labels(**base), MAX_CONNECTIONS["mysql"]
-            yield "mysql_global_status_slow_queries", _labels(**base), stats.slow
-        elif kind == "postgresql":
-            yield "pg_up", _labels(**base), up
-            yield "pg_stat_activity_count", _labels(**base), float(stats.clients)
-            yield "pg_settings_max_connections", _labels(**base), MAX_CONNECTIONS["postgresql"]
-        elif kind == "kafka":
-            for (group, topic), lag in sorted(stats.lag.items()):
-                yield (
-                    "kafka_consumergroup_lag",
-                    _labels(**base, consumergroup=group, topic=topic, partition="0"),
-                    lag,
-                )
-        elif kind == "rabbitmq":
-            yield "rabbitmq_up", _labels(**base), up
-            for (_group, queue), lag in sorted(stats.lag.items()):
-                yield "rabbitmq_queue_messages_ready", _labels(**base, queue=queue), lag
+                labels = _labels(**base, cmd=op.split()[0].lower())
+                yield exporter.commands.count, labels, count
+                yield exporter.commands.seconds, labels, count * service.model.base_latency_ms / 1000.0
+        if exporter.backlog is not None:
+            yield from _backlog_samples(exporter.backlog, base, stats)
+
+
+def _ops_called(model: AppModel) -> dict[str, set[str]]:
+    topology = model.topology
+    ops: dict[str, set[str]] = {}
+    for calls in [r.calls for r in topology.routes] + [f.calls for f in topology.background]:
+        for call in _walk(calls):
+            ops.setdefault(call.to, set()).add(call.op)
+    return ops
+
+
+def _backlog_samples(backlog: Backlog, base: dict[str, str], stats: DatastoreStats) -> Iterable[Sample]:
+    for (group, queue), lag in sorted(stats.lag.items()):
+        labels = {**base, backlog.queue_label: queue, **dict(backlog.fixed)}
+        if backlog.group_label is not None:
+            labels[backlog.group_label] = group
+        yield backlog.series, _labels(**labels), lag
