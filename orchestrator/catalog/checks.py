@@ -14,32 +14,10 @@ from orchestrator.catalog.faults import Artifact, ChaosFault, CodeFault, ConfigF
 from orchestrator.catalog.topology import Call, Topology, affected_scope
 from orchestrator.catalog.yamlfile import Document, Loc
 from orchestrator.errors import Problem
+from orchestrator.vocabulary.series import series_names
 
-# The series the twin emits and real exporters provide (the series contract); a probe may use no other.
-KNOWN_SERIES: frozenset[str] = frozenset(
-    {
-        "traces_span_metrics_calls_total",
-        "traces_span_metrics_duration_milliseconds_bucket",
-        "traces_span_metrics_duration_milliseconds_sum",
-        "traces_span_metrics_duration_milliseconds_count",
-        "kube_pod_info", "kube_pod_status_phase", "kube_pod_status_ready",
-        "kube_pod_container_status_restarts_total", "kube_pod_container_status_waiting_reason",
-        "kube_pod_container_status_last_terminated_reason",
-        "kube_deployment_spec_replicas", "kube_deployment_status_replicas_available",
-        "kube_deployment_status_replicas_unavailable", "kube_deployment_status_replicas_updated",
-        "kube_deployment_metadata_generation", "kube_deployment_status_observed_generation",
-        "kube_node_status_condition", "kube_node_labels",
-        "container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
-        "container_spec_memory_limit_bytes", "container_cpu_cfs_throttled_periods_total",
-        "container_cpu_cfs_periods_total",
-        "redis_up", "redis_connected_clients", "redis_memory_used_bytes", "redis_memory_max_bytes",
-        "redis_commands_duration_seconds_total", "redis_commands_total",
-        "mysql_up", "mysql_global_status_threads_connected", "mysql_global_variables_max_connections",
-        "mysql_global_status_slow_queries",
-        "pg_up", "pg_stat_activity_count", "pg_settings_max_connections",
-        "kafka_consumergroup_lag", "rabbitmq_up", "rabbitmq_queue_messages_ready",
-    }
-)  # fmt: skip
+# A probe may read only series of the contract (the twin emits them and real exporters provide them).
+KNOWN_SERIES: frozenset[str] = series_names()
 
 _SELECTOR = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\s*\{")
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
