@@ -6,17 +6,19 @@ Use it as ``--agent-cmd "<venv>/bin/python -m orchestrator.agents.cli -- <cli co
 persistent workspace:
 
 - ``.marathon/mcp.json``: the tool server as an MCP client configuration (``{"mcpServers": {"marathon":
-  {"type": "http", "url": ..., "headers": {"Authorization": "Bearer ..."}}}}``, the form Claude Code, Codex's
-  and most CLIs' ``--mcp-config`` files take); the token is the invocation's own and expires with it;
+  {"type": "http", "url": ..., "headers": {"Authorization": "Bearer ..."}}}}``, the form of Claude Code's
+  ``--mcp-config`` file); the token is the invocation's own and expires with it;
 - ``.marathon/prompt.md``: the task, the invocation number, the deadline, the app and namespace and the
   alerts, firing first.
 
-In the command, ``{prompt}``, ``{prompt_file}``, ``{mcp_config}``, ``{mcp_url}`` and ``{workspace}`` are
-replaced by their values; without ``{prompt}`` or ``{prompt_file}`` the prompt is given on standard input. The
-CLI runs in the workspace with ``HOME`` at ``.home`` inside it (where CLIs keep their own settings and
-sessions, kept between invocations), ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` as the runner gave them (the
-metering proxy, OpenAI's chat-completions API) and ``MARATHON_MCP_CONFIG`` naming the configuration file.
-It is ended ``margin_s`` seconds before the deadline so that the adapter returns before the runner's budget.
+In the command, ``{prompt}``, ``{prompt_file}``, ``{mcp_config}``, ``{mcp_url}``, ``{mcp_token}``,
+``{openai_base_url}`` and ``{workspace}`` are replaced by their values (for CLIs configured by flags);
+without ``{prompt}`` or ``{prompt_file}`` the prompt is given on standard input. The CLI runs in the
+workspace with ``HOME`` at ``.home`` inside it (where CLIs keep their own settings and sessions, kept
+between invocations), ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` as the runner gave them (the metering proxy,
+which serves OpenAI's chat-completions API only, neither the Responses API nor Anthropic's Messages API) and
+``MARATHON_MCP_CONFIG`` naming the configuration file. It is ended ``margin_s`` seconds before the deadline,
+so that the adapter returns before the runner's budget.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ NAME = "cli"
 CONFIG_DIR = ".marathon"
 HOME_DIR = ".home"
 DEFAULT_MARGIN_S = 5.0
-PLACEHOLDERS = ("prompt", "prompt_file", "mcp_config", "mcp_url", "workspace")
+PLACEHOLDERS = ("prompt", "prompt_file", "mcp_config", "mcp_url", "mcp_token", "openai_base_url", "workspace")
 
 TASK = """You are the on-call SRE of the application {app} (Kubernetes namespace {namespace}), invoked as
 invocation {invocation} of a long run in which faults arrive continuously and overlap. You must finish before
@@ -114,7 +116,8 @@ def prepare(env: AgentEnv, command: Sequence[str], environ: Mapping[str, str], *
     prompt_path = folder / "prompt.md"
     prompt_path.write_text(prompt, encoding="utf-8")
     values = {"prompt": prompt, "prompt_file": str(prompt_path), "mcp_config": str(config_path),
-              "mcp_url": url, "workspace": str(workspace)}  # fmt: skip
+              "mcp_url": url, "mcp_token": token, "openai_base_url": environ.get("OPENAI_BASE_URL", ""),
+              "workspace": str(workspace)}  # fmt: skip
     uses_prompt = any("{prompt}" in arg or "{prompt_file}" in arg for arg in command)
     child = {**environ, "HOME": str(workspace / HOME_DIR), "MARATHON_MCP_CONFIG": str(config_path)}
     timeout = None if env.deadline is None else max(1.0, env.deadline - now - margin_s)

@@ -69,7 +69,8 @@ CORRELATION_OPTIONS = (
 # orchestrator.agents.cli: the CLI to run (unless given after -- on the adapter's command line).
 CLI_OPTIONS = (
     OptionSpec("command", "string", "the coding-agent CLI's command line, with {prompt}, {prompt_file}, "
-               "{mcp_config}, {mcp_url} or {workspace} where it wants them"),  # fmt: skip
+               "{mcp_config}, {mcp_url}, {mcp_token}, {openai_base_url} or {workspace} where it wants "
+               "them"),  # fmt: skip
     OptionSpec("margin_s", "number", "seconds before the deadline at which the CLI is ended", minimum=0.0),
 )
 

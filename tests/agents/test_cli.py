@@ -33,10 +33,10 @@ def _env(tmp_path: Path, deadline: float | None = 1000.0) -> AgentEnv:
 
 def test_placeholders_are_replaced_and_other_braces_are_left_alone() -> None:
     values = {"prompt": "P", "prompt_file": "/w/p.md", "mcp_config": "/w/m.json", "mcp_url": "http://u",
-              "workspace": "/w"}  # fmt: skip
-    assert expand(["cli", "--mcp-config={mcp_config}", "-p", "{prompt}", "{other}"], values) == [
-        "cli", "--mcp-config=/w/m.json", "-p", "P", "{other}"
-    ]  # fmt: skip
+              "mcp_token": "t", "openai_base_url": "http://m/v1", "workspace": "/w"}  # fmt: skip
+    command = ["cli", "--mcp-config={mcp_config}", "-p", "{prompt}", "--base={openai_base_url}", "{other}"]
+    expanded = ["cli", "--mcp-config=/w/m.json", "-p", "P", "--base=http://m/v1", "{other}"]
+    assert expand(command, values) == expanded
 
 
 def test_an_invocation_is_prepared_with_the_mcp_configuration_the_prompt_and_a_home_in_the_workspace(
