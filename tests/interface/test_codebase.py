@@ -14,13 +14,14 @@ from pathlib import PurePosixPath
 
 import pytest
 
+from orchestrator.catalog.apps import app_names
 from orchestrator.catalog.faults import CodeFault
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Call, ServiceKind, Topology
 from orchestrator.interface.sources import SourceStore
 
-APPS = ("online-boutique", "train-ticket", "astronomy-shop")
+APPS = app_names()
 INFRASTRUCTURE = (ServiceKind.DATASTORE, ServiceKind.QUEUE)
 
 

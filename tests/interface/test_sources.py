@@ -4,6 +4,7 @@ import difflib
 
 import pytest
 
+from orchestrator.catalog.apps import app_names
 from orchestrator.catalog.faults import CodeFault
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
@@ -130,7 +131,7 @@ def test_a_build_needs_a_patch_of_the_same_service() -> None:
         _store().build(service="cartservice", patch_id="frontend-patch-1", image="cartservice:v0.10.6")
 
 
-@pytest.mark.parametrize("app", ["online-boutique", "train-ticket", "astronomy-shop"])
+@pytest.mark.parametrize("app", app_names())
 def test_every_code_fault_of_every_app_has_a_base_and_a_fault_snapshot(app: str) -> None:
     catalog = load_catalog(app)
     store = SourceStore.of(load_topology(app), catalog.entries)
@@ -145,7 +146,7 @@ def test_every_code_fault_of_every_app_has_a_base_and_a_fault_snapshot(app: str)
 
 
 def test_a_fault_site_lives_at_its_catalog_path_or_in_the_module_of_the_same_file_name() -> None:
-    for app in ("online-boutique", "train-ticket", "astronomy-shop"):
+    for app in app_names():
         catalog = load_catalog(app)
         store = SourceStore.of(load_topology(app), catalog.entries)
         for fault in (e for e in catalog.entries if isinstance(e, CodeFault)):
