@@ -1,5 +1,6 @@
-"""The event log of one run: what its runner emitted, numbered, kept in memory for live readers and
-appended to ``events.jsonl`` in the run's home so a finished or interrupted run replays after a restart.
+"""The event log of one run: what its runner reported and what the control plane added, numbered, in their
+wire form (``orchestrator.run.events.wire``), kept in memory for live readers and appended to
+``events.jsonl`` in the run's home so a finished or interrupted run replays after a restart.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from orchestrator.run.events import Event, ServicePoint, wire
 
 EVENTS_FILE = "events.jsonl"
 
@@ -33,9 +36,10 @@ class EventLog:
                     break
         return log
 
-    def append(self, event: dict[str, Any]) -> dict[str, Any]:
+    def append(self, event: Event) -> dict[str, Any]:
+        """Number the event and keep its wire form; returns what readers will see."""
         with self._lock:
-            numbered = {"seq": len(self.events), **event}
+            numbered = {"seq": len(self.events), **wire(event)}
             self.events.append(numbered)
             with (self.home / EVENTS_FILE).open("a", encoding="utf-8") as out:
                 out.write(json.dumps(numbered, sort_keys=True, separators=(",", ":")) + "\n")
@@ -58,7 +62,7 @@ class ServiceTail:
     path: Path
     offset: int = 0
 
-    def new_samples(self) -> list[dict[str, Any]]:
+    def new_samples(self) -> list[ServicePoint]:
         if not self.path.is_file():
             return []
         with self.path.open("rb") as stream:
@@ -72,5 +76,5 @@ class ServiceTail:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            samples.append({"type": "service", "t": record["t"], "q": record["q"], "e": record["e"]})
+            samples.append(ServicePoint(t=record["t"], q=record["q"], e=record["e"]))
         return samples

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from orchestrator.run.events import Failed, Injected, Invoked, Reverted, RunEvent
 
 INVOCATION_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 90, 120, 300)
 
@@ -40,16 +41,16 @@ class Metrics:
             registry=r,
         )
 
-    def observe(self, *, run: str, app: str, agent: str, event: dict[str, Any], active: int) -> None:
-        kind = event.get("type")
-        if kind == "injected":
-            self.injections.labels(app=app, category=str(event.get("category", ""))).inc()
-        elif kind == "reverted":
-            self.reverts.labels(app=app, outcome=str(event.get("outcome", ""))).inc()
-        elif kind == "failed":
-            self.failures.labels(app=app).inc()
-        elif kind == "invocation":
-            self.invocations.labels(app=app, agent=agent).observe(float(event.get("wall_s", 0.0)))
+    def observe(self, *, run: str, app: str, agent: str, event: RunEvent, active: int) -> None:
+        match event:
+            case Injected(category=category):
+                self.injections.labels(app=app, category=category).inc()
+            case Reverted(outcome=outcome):
+                self.reverts.labels(app=app, outcome=outcome).inc()
+            case Failed():
+                self.failures.labels(app=app).inc()
+            case Invoked(wall_s=wall_s):
+                self.invocations.labels(app=app, agent=agent).observe(wall_s)
         self.active_faults.labels(run=run, app=app).set(active)
 
     def forget(self, *, run: str, app: str) -> None:

@@ -24,6 +24,19 @@ from orchestrator.api.workers import Worker, start_worker
 from orchestrator.cluster.client import KubeClient
 from orchestrator.errors import ClusterError, ConfigError, Problem
 from orchestrator.run.config import RunConfig, make_config
+from orchestrator.run.events import (
+    Boundary,
+    Concurrency,
+    Failed,
+    Finished,
+    Injected,
+    Interrupted,
+    Invoked,
+    Reverted,
+    RunEvent,
+    Started,
+    Stopping,
+)
 from orchestrator.run.finishing import BUNDLE_DIR
 from orchestrator.run.plan import make_plan
 from orchestrator.run.runner import preflight
@@ -147,9 +160,7 @@ class RunManager:
                 row.id, status="interrupted", ended_at=wall_now(), reason="interrupted",
                 recovery=outcome.summary(), active_faults=[],
             )  # fmt: skip
-            EventLog.load(row.home, closed=False).append(
-                {"type": "interrupted", "recovery": outcome.summary()}
-            )
+            EventLog.load(row.home, closed=False).append(Interrupted(recovery=outcome.summary()))
             self.metrics.runs_ended.labels(status="interrupted").inc()
             found = self.registry.get(row.id)
             assert found is not None
@@ -186,7 +197,7 @@ class RunManager:
             self._logs[run_id] = log
         self.registry.update(run_id, status="running", worker_pid=worker.pid)
         self.metrics.active_runs.inc()
-        log.append({"type": "started", "app": config.app, "agent": config.agent_name, "seed": config.seed})
+        log.append(Started(app=config.app, agent=config.agent_name, seed=config.seed))
         threading.Thread(target=self._follow, args=(live,), daemon=True, name=f"run-{run_id}").start()
         found = self.registry.get(run_id)
         assert found is not None
@@ -201,7 +212,7 @@ class RunManager:
             live = self.live.get(run_id)
             if live is not None and row.status in ("queued", "running"):
                 self.registry.update(run_id, status="stopping")
-                live.log.append({"type": "stopping"})
+                live.log.append(Stopping())
                 live.worker.stop()
         return self.registry.get(run_id)
 
@@ -256,30 +267,29 @@ class RunManager:
         conn.close()
         self._finish(live, outcome)
 
-    def _on_event(self, live: Live, event: dict[str, Any]) -> None:
-        kind = event.get("type")
+    def _on_event(self, live: Live, event: RunEvent) -> None:
         row = live.row
         updates: dict[str, Any] = {}
-        if kind == "injected":
-            live.active.add(str(event["fault_id"]))
-            updates["injections"] = self._count(live, "injections")
-        elif kind == "reverted":
-            live.active.discard(str(event["fault_id"]))
-            updates["reverts"] = self._count(live, "reverts")
-        elif kind == "failed":
-            updates["failures"] = self._count(live, "failures")
-        elif kind == "invocation":
-            updates["invocations"] = self._count(live, "invocations")
-        elif kind == "boundary":
-            updates.update(boundary=int(event["k"]), boundaries=int(event["of"]))
-            updates["schedule_t"] = float(event["t"])
-        elif kind == "concurrency":
-            updates["firing"] = int(event.get("firing", 0))
-        if kind in ("injected", "reverted"):
-            updates["active_faults"] = sorted(live.active)
+        match event:
+            case Injected(fault_id=fault_id):
+                live.active.add(fault_id)
+                updates["injections"] = self._count(live, "injections")
+                updates["active_faults"] = sorted(live.active)
+            case Reverted(fault_id=fault_id):
+                live.active.discard(fault_id)
+                updates["reverts"] = self._count(live, "reverts")
+                updates["active_faults"] = sorted(live.active)
+            case Failed():
+                updates["failures"] = self._count(live, "failures")
+            case Invoked():
+                updates["invocations"] = self._count(live, "invocations")
+            case Boundary(k=k, of=of, t=t):
+                updates.update(boundary=k, boundaries=of, schedule_t=t)
+            case Concurrency(firing=firing):
+                updates["firing"] = firing
         live.log.append(event)
         self.metrics.observe(run=row.id, app=row.app, agent=row.agent, event=event, active=len(live.active))
-        if kind == "concurrency":
+        if isinstance(event, Concurrency):
             for sample in live.tail.new_samples():
                 live.log.append(sample)
         if updates:
@@ -297,7 +307,7 @@ class RunManager:
             recovery = recover_run(row.home, backend=row.backend, worker_pid=None).summary()
         with self._status:
             status = self._record_end(live, outcome, recovery=recovery)
-        live.log.append({"type": "finished", "status": status})
+        live.log.append(Finished(status=status))
         live.log.close()
         self.metrics.active_runs.dec()
         self.metrics.runs_ended.labels(status=status).inc()

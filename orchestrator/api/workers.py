@@ -1,7 +1,8 @@
 """Runs in worker processes: one spawned process per run, so a marathon never blocks the API's event loop.
 
-The parent and the worker share one duplex pipe. The worker sends ``("event", dict)`` for every runner
-event, then one ``("result", dict)`` or ``("error", str)``; the parent sends ``"stop"``. When the pipe
+The parent and the worker share one duplex pipe. The worker sends ``("event", RunEvent)`` for every runner
+event (the typed event itself), then one ``("result", dict)`` or ``("error", str)``; the parent sends
+``"stop"``. When the pipe
 breaks before the run is over, the server is gone: the worker takes its whole process tree down with it,
 so an in-process twin and its Prometheus never outlive the server that was watching them. The revert
 ledger on disk is what the next server settles.
@@ -20,6 +21,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
+
+from orchestrator.run.events import RunEvent
 
 _SPAWN = multiprocessing.get_context("spawn")
 STOP = "stop"
@@ -57,7 +60,8 @@ def _die_with_tree() -> None:
 
 @dataclass
 class _Link:
-    """The worker's end of the pipe; sends are serialised because events come from several threads."""
+    """The worker's end of the pipe, and the run's event handler; sends are serialised because events come
+    from several threads."""
 
     conn: Connection
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -70,6 +74,9 @@ class _Link:
             except (BrokenPipeError, OSError):
                 if not self.done.is_set():
                     _die_with_tree()
+
+    def handle(self, event: RunEvent) -> None:
+        self.send(("event", event))
 
 
 def _listen(link: _Link, stop: threading.Event) -> None:
@@ -97,7 +104,7 @@ def worker_main(config_json: str, conn: Connection, log_path: str) -> None:
     threading.Thread(target=_listen, args=(link, stop), daemon=True, name="control").start()
     try:
         config = RunConfig.model_validate_json(config_json)
-        result = run_marathon(config, on_event=lambda event: link.send(("event", event)), stop=stop)
+        result = run_marathon(config, events=link, stop=stop)
         message: tuple[str, Any] = (
             "result",
             {

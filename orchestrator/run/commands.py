@@ -181,7 +181,7 @@ def _make_config(args: argparse.Namespace, *, clock: str, budget: float, options
 def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     with RunProgress(quiet=config.quiet, title=f"{config.app} seed {config.seed} {config.agent_name}") as bar:
-        result = run_marathon(config, progress=bar)
+        result = run_marathon(config, events=bar)
     sys.stdout.write(result.score_text)
     print(f"bundle: {result.bundle_dir}")
     print(f"score: {result.run_dir / 'score.json'}  ({result.reason}, {result.wall_s:.1f} s wall)")

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import get_args
 
 from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
 from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import Catalog
-from orchestrator.cluster.applying import Applier, Injected
+from orchestrator.cluster.applying import Applier
+from orchestrator.cluster.applying import Injected as Applied
 from orchestrator.cluster.mechanisms import Handle, RevertOutcome
 from orchestrator.errors import OrchestratorError, RevertError
+from orchestrator.run.events import Failed, Injected, Reverted, RunEventHandler
 from orchestrator.schedule import Activation
 
-Emit = Callable[[dict[str, Any]], None]
 OUTCOMES: frozenset[str] = frozenset(get_args(RevertOutcome))
 
 
@@ -52,7 +53,7 @@ class FaultDriver:
     namespace: str
     record: Callable[[Record], object]
     now_s: Callable[[], float]
-    emit: Emit
+    events: RunEventHandler
     warn: Callable[[str], None]
     live: dict[str, LiveFault] = field(default_factory=dict)
     failed_reverts: dict[str, str] = field(default_factory=dict)
@@ -80,15 +81,19 @@ class FaultDriver:
             injected_value=_text(handle.injected_value) if handle else "",
         )
         self.record(truth)
-        if not isinstance(result, Injected):
+        if not isinstance(result, Applied):
             self.record(FaultFailed(fault_id=fault_id, t=self.now_s(), error=result.error))
-            self.emit({"type": "failed", "fault_id": fault_id, "catalog_id": entry.id, "error": result.error})
+            self.events.handle(
+                Failed(operation="injection", error=result.error, fault_id=fault_id, catalog_id=entry.id)
+            )
             self.warn(f"injection of {fault_id} ({entry.id}) failed: {result.error}")
             return None
         live = LiveFault(fault_id, activation, entry, result.handle, t, scope)
         self.live[fault_id] = live
-        self.emit({"type": "injected", "fault_id": fault_id, "catalog_id": entry.id, "t": t,
-                   "category": str(entry.category), "target": entry.target})  # fmt: skip
+        category = str(entry.category)
+        self.events.handle(
+            Injected(fault_id=fault_id, catalog_id=entry.id, t=t, category=category, target=entry.target)
+        )
         return live
 
     def revert(self, fault_id: str) -> None:
@@ -127,11 +132,13 @@ class FaultDriver:
         self.record(FaultReverted(fault_id=fault_id, t=t, outcome=mapped, detail=detail))
         self.live.pop(fault_id, None)
         self.failed_reverts.pop(fault_id, None)
-        self.emit({"type": "reverted", "fault_id": fault_id, "t": t, "outcome": outcome})
+        self.events.handle(Reverted(fault_id=fault_id, t=t, outcome=outcome))
 
     def _revert_failed(self, fault_id: str, error: str) -> None:
         if self.failed_reverts.get(fault_id) != error:
             self.record(FaultReverted(fault_id=fault_id, t=self.now_s(), outcome="failed", detail=error))
         self.failed_reverts[fault_id] = error
-        self.emit({"type": "failed", "fault_id": fault_id, "error": f"revert failed: {error}"})
+        live = self.live.get(fault_id)
+        catalog_id = live.entry.id if live is not None else None
+        self.events.handle(Failed(operation="revert", error=error, fault_id=fault_id, catalog_id=catalog_id))
         self.warn(f"REVERT FAILED for {fault_id}: {error}")

@@ -29,6 +29,7 @@ from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
 from orchestrator.cluster.client import KubeClient, NotFound
 from orchestrator.cluster.mechanisms import Handle, artifact_restored
 from orchestrator.errors import ClusterError
+from orchestrator.run.events import Alert, RunEventHandler
 from orchestrator.run.faults import LiveFault
 from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
 from orchestrator.telemetry.evaluating import RuleFailure
@@ -116,7 +117,7 @@ class Recorder:
     observer: Observer
     client: KubeClient
     record: Callable[[Record], object]
-    emit: Callable[[dict[str, Any]], None]
+    events: RunEventHandler
     history: list[AlertRecord] = field(default_factory=list)
     inbox: list[dict[str, Any]] = field(default_factory=list)  # the history in the inbox's form
     firing: dict[str, AlertRecord] = field(default_factory=dict)
@@ -194,10 +195,13 @@ class Recorder:
                 self.firing[alert.alert_id] = alert
             else:
                 self.firing.pop(alert.alert_id, None)
-            state = "firing" if alert.ends_at is None else "resolved"
-            self.emit(
-                {"type": "alert", "alert_id": alert.alert_id, "rule": alert.rule, "state": state,
-                 "service": alert.labels.get("service", ""), "t": alert.ends_at or alert.starts_at}
+            self.events.handle(
+                Alert(
+                    alert_id=alert.alert_id, rule=alert.rule,
+                    state="firing" if alert.ends_at is None else "resolved",
+                    service=alert.labels.get("service", ""),
+                    t=alert.starts_at if alert.ends_at is None else alert.ends_at,
+                )
             )  # fmt: skip
 
     def _commit_rule_failures(self) -> None:

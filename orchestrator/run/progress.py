@@ -8,15 +8,18 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from orchestrator.run.events import Boundary, Concurrency, RunEvent
+
 
 class RunProgress:
-    """A rich progress bar on stderr fed by the runner's progress dicts; nothing at all when ``quiet``."""
+    """A rich progress bar on stderr that follows the run's events; nothing at all when ``quiet``."""
 
     def __init__(self, *, quiet: bool, title: str) -> None:
         self.quiet = quiet
         self._progress: Progress | None = None
         self._task: Any = None
         self._title = title
+        self._concurrency = Concurrency(t=0.0, active=0, firing=0)
 
     def __enter__(self) -> RunProgress:
         if not self.quiet:
@@ -33,14 +36,16 @@ class RunProgress:
             self._task = self._progress.add_task(self._title, total=None, status="starting")
         return self
 
-    def __call__(self, state: dict[str, Any]) -> None:
-        if self._progress is None:
+    def handle(self, event: RunEvent) -> None:
+        """A boundary moves the bar; the counts are those of its concurrency event, which came before it."""
+        if isinstance(event, Concurrency):
+            self._concurrency = event
+        if self._progress is None or not isinstance(event, Boundary):
             return
-        status = (
-            f"t={state['t'] / 60:.0f} min  faults active {state['active']}  alerts firing {state['firing']}"
-        )
+        now = self._concurrency
+        status = f"t={event.t / 60:.0f} min  faults active {now.active}  alerts firing {now.firing}"
         self._progress.update(
-            self._task, completed=state["k"], total=state["of"], status=status, description=self._title
+            self._task, completed=event.k, total=event.of, status=status, description=self._title
         )
 
     def __exit__(

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,12 +26,11 @@ from orchestrator.errors import ConfigError, OrchestratorError, Problem, Telemet
 from orchestrator.run import sandbox
 from orchestrator.run.baseline import BaselineJob, start_baseline
 from orchestrator.run.config import RunConfig, agent_command, run_identity
+from orchestrator.run.events import Failed, Ignore, RunEventHandler
 from orchestrator.run.finishing import BUNDLE_DIR, Scored, seal, seal_and_score
 from orchestrator.run.plan import RunPlan, make_plan
 from orchestrator.run.setup import open_session
 from orchestrator.telemetry.server import prometheus_binary
-
-Emit = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -44,10 +43,6 @@ class RunResult:
     reason: str = "completed"
     wall_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
-
-
-def _ignore(_event: dict[str, Any]) -> None:
-    return None
 
 
 def preflight(config: RunConfig) -> list[str]:
@@ -111,13 +106,13 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
 def run_marathon(
     config: RunConfig,
     *,
-    on_event: Emit | None = None,
+    events: RunEventHandler | None = None,
     stop: threading.Event | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
-    """Run one marathon end to end and return its id, sealed bundle and score (docs/metrics.md JSON)."""
+    """Run one marathon end to end and return its id, sealed bundle and score (docs/metrics.md JSON);
+    ``events`` follows it as it goes."""
     began = time.monotonic()
-    emit = on_event or _ignore
+    events = events or Ignore()
     stop = stop or threading.Event()
     command = preflight(config)
     plan = make_plan(config)
@@ -133,8 +128,8 @@ def run_marathon(
     job = _baseline(config, plan)
     try:
         reason, phases, invocations = _drive(
-            config, plan, run_id=run_id, run_dir=run_dir, command=command, emit=emit, stop=stop,
-            progress=progress or _ignore, began=began,
+            config, plan, run_id=run_id, run_dir=run_dir, command=command, events=events, stop=stop,
+            began=began,
         )  # fmt: skip
     except BaseException:
         if job is not None:
@@ -155,7 +150,7 @@ def run_marathon(
             baseline = job.result()
     except OrchestratorError as exc:  # the run itself is whole: score it without the degradation level
         print(f"marathon: no degradation baseline: {exc}", file=sys.stderr)
-        emit({"type": "failed", "error": f"baseline: {exc}"})
+        events.handle(Failed(operation="baseline", error=str(exc)))
     except BaseException:
         if job is not None:
             job.cancel()
@@ -206,9 +201,8 @@ def _drive(
     run_id: str,
     run_dir: Path,
     command: list[str],
-    emit: Emit,
+    events: RunEventHandler,
     stop: threading.Event,
-    progress: Callable[[dict[str, Any]], None],
     began: float,
 ) -> tuple[str, dict[str, float], int]:
     """Start everything, loop, and always revert, end and close.
@@ -223,9 +217,8 @@ def _drive(
             run_id=run_id,
             run_dir=run_dir,
             command=command,
-            emit=emit,
+            events=events,
             stop=stop,
-            progress=progress,
         ) as session,
     ):
         reason = "error"

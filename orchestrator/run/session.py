@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from orchestrator.agents.options import OPTIONS_ENV, encode_options
 from orchestrator.bundle.journal import Journal
 from orchestrator.bundle.records import Invocation, RunEnded
 from orchestrator.run.config import RunConfig
+from orchestrator.run.events import Boundary, Concurrency, Ended, Failed, Invoked, RunEventHandler
 from orchestrator.run.faults import FaultDriver, LiveFault
 from orchestrator.run.invoking import AgentProcess, agent_environment
 from orchestrator.run.observing import Recorder, oracle_truth, write_json_atomically
@@ -27,7 +28,6 @@ from orchestrator.run.plan import RunPlan
 from orchestrator.run.world import World
 from orchestrator.schedule import Activation
 
-Emit = Callable[[dict[str, Any]], None]
 ORACLE = "oracle"
 
 
@@ -62,8 +62,7 @@ class Session:
     endpoints: Endpoints
     run_dir: Path
     stop: threading.Event
-    emit: Emit
-    progress: Callable[[dict[str, Any]], None]
+    events: RunEventHandler
     invocations: int = 0
     ended: bool = False
     wall: dict[str, float] = field(default_factory=dict)
@@ -106,13 +105,9 @@ class Session:
                     self.recorder.commit(observation)
             now = self.world.now_s()
             active, firing = len(self.driver.live), len(self.recorder.firing)
-            self.emit({"type": "concurrency", "t": now, "active": active, "firing": firing})
+            self.events.handle(Concurrency(t=now, active=active, firing=firing))
             self._invoke(k)
-            self.emit({"type": "boundary", "k": k, "of": self.boundaries, "t": t_k})
-            self.progress(
-                {"k": k, "of": self.boundaries, "t": t_k, "active": active, "firing": firing,
-                 "faults": len(self.plan.schedule.activations)}
-            )  # fmt: skip
+            self.events.handle(Boundary(k=k, of=self.boundaries, t=t_k))
         return "completed"
 
     def _apply(self, t_k: float, due: list[Activation]) -> None:
@@ -137,7 +132,7 @@ class Session:
             try:
                 self.recorder.observe(live, until=self.world.now_s())
             except Exception as exc:  # the last observations are a nicety; the reverts and the end are not
-                self.emit({"type": "failed", "error": f"final observation skipped: {exc}"})
+                self.events.handle(Failed(operation="observation", error=str(exc)))
         left = self.driver.revert_all()
         for fault in live:
             if fault.fault_id not in self.driver.live:
@@ -146,7 +141,7 @@ class Session:
         now = self.world.now_s()
         self.journal.append(RunEnded(t=now, reason=reason))
         self.ended = True
-        self.emit({"type": "ended", "t": now, "reason": reason, "unreverted": left})
+        self.events.handle(Ended(t=now, reason=reason, unreverted=tuple(left)))
         return left
 
     def _live(self) -> list[LiveFault]:
@@ -213,9 +208,11 @@ class Session:
             )
         )
         self.invocations += 1
-        self.emit(
-            {"type": "invocation", "n": n, "start_s": start_s, "end_s": end_s, "exit_code": outcome.exit_code,
-             "timed_out": outcome.timed_out, "wall_s": round(outcome.wall_s, 3)}
+        self.events.handle(
+            Invoked(
+                n=n, start_s=start_s, end_s=end_s, exit_code=outcome.exit_code, timed_out=outcome.timed_out,
+                wall_s=round(outcome.wall_s, 3),
+            )
         )  # fmt: skip
         # Evidence of repair must come after the agent acted: the artifacts are read once the world has
         # moved one sample step past the invocation (a frozen world is moved; a live one already has).

@@ -19,6 +19,7 @@ from orchestrator.cluster.applying import Applier
 from orchestrator.cluster.ledger import Ledger, Target
 from orchestrator.cluster.mechanisms import Context
 from orchestrator.run.config import RunConfig
+from orchestrator.run.events import RunEventHandler
 from orchestrator.run.faults import FaultDriver
 from orchestrator.run.invoking import AgentProcess
 from orchestrator.run.observing import Recorder
@@ -33,8 +34,6 @@ CHAOS_NAMESPACE = "chaos-mesh"
 BUNDLE_DIR = "bundle"
 LEDGER_FILE = "faults.ledger.jsonl"
 UPSTREAM_KEY_ENV = "MARATHON_UPSTREAM_KEY"
-
-Emit = Callable[[dict[str, Any]], None]
 
 
 def price_table() -> dict[str, Price]:
@@ -98,9 +97,8 @@ def open_session(
     run_id: str,
     run_dir: Path,
     command: list[str],
-    emit: Emit,
+    events: RunEventHandler,
     stop: threading.Event,
-    progress: Callable[[dict[str, Any]], None],
 ) -> Iterator[Session]:
     """Everything started for the run, stopped again (in reverse order) when the block ends."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +123,7 @@ def open_session(
         warn = _warner(config)
         driver = FaultDriver(
             applier=Applier(ctx, ledger), catalog=plan.catalog, namespace=plan.namespace,
-            record=journal.append, now_s=world.now_s, emit=emit, warn=warn,
+            record=journal.append, now_s=world.now_s, events=events, warn=warn,
         )  # fmt: skip
         querier = PrometheusQuerier(world.prometheus.url)
         stack.callback(querier.close)
@@ -134,7 +132,7 @@ def open_session(
             entry_point=plan.topology.entry_point, origin_epoch_s=world.origin_epoch_s,
             step_s=config.sample_step_s,
         )  # fmt: skip
-        recorder = Recorder(observer=observer, client=client, record=journal.append, emit=emit)
+        recorder = Recorder(observer=observer, client=client, record=journal.append, events=events)
         endpoints = Endpoints()
         if config.role == "scored" and config.tools:
             _start_tools(stack, endpoints, config=config, plan=plan, world=world, client=client,
@@ -154,7 +152,7 @@ def open_session(
         world.begin()
         yield Session(
             config=config, plan=plan, world=world, journal=journal, driver=driver, recorder=recorder,
-            agent=agent, endpoints=endpoints, run_dir=run_dir, stop=stop, emit=emit, progress=progress,
+            agent=agent, endpoints=endpoints, run_dir=run_dir, stop=stop, events=events,
         )  # fmt: skip
 
 

@@ -4,6 +4,7 @@ event logs and the refusal to serve beyond loopback without a token."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
+import orchestrator.api
 from orchestrator.api.commands import is_loopback
 from orchestrator.api.events import EventLog, ServiceTail
 from orchestrator.api.leaderboard import leaderboard_rows
@@ -42,6 +44,16 @@ from orchestrator.cli import main
 from orchestrator.cluster import ledger
 from orchestrator.cluster.mechanisms import Handle
 from orchestrator.errors import ConfigError
+from orchestrator.run.events import (
+    EVENT_TYPES,
+    Failed,
+    Injected,
+    Invoked,
+    Reverted,
+    RunEvent,
+    ServicePoint,
+    Started,
+)
 
 
 def _fields(run_id: str, *, target: str, app: str = "online-boutique", agent: str = "noop") -> dict[str, Any]:
@@ -184,22 +196,52 @@ def test_an_event_log_replays_from_disk_without_a_torn_last_line_and_the_tail_re
     tmp_path: Path,
 ) -> None:
     log = EventLog(home=tmp_path)
-    log.append({"type": "started"})
-    log.append({"type": "injected", "fault_id": "f000"})
+    log.append(Started(app="online-boutique", agent="noop", seed=1))
+    injected = log.append(
+        Injected(fault_id="f000", catalog_id="ob-cart-redis-port", t=120.0, category="configuration",
+                 target="cartservice")
+    )  # fmt: skip
+    assert injected == {"seq": 1, "type": "injected", "fault_id": "f000", "catalog_id": "ob-cart-redis-port",
+                        "t": 120.0, "category": "configuration", "target": "cartservice"}  # fmt: skip
     with (tmp_path / "events.jsonl").open("a", encoding="utf-8") as out:
         out.write('{"type": "rev')
     replayed = EventLog.load(tmp_path, closed=True)
     assert [e["seq"] for e in replayed.events] == [0, 1]
-    assert replayed.since(1) == ([{"seq": 1, "type": "injected", "fault_id": "f000"}], True)
+    assert replayed.since(1) == ([injected], True)
 
     service = tmp_path / "service.jsonl"
     tail = ServiceTail(service)
     assert tail.new_samples() == []
     service.write_text('{"t": 15.0, "q": 2.0, "e": 0.5, "l": 0}\n{"t": 30.0, "q"', encoding="utf-8")
-    assert tail.new_samples() == [{"type": "service", "t": 15.0, "q": 2.0, "e": 0.5}]
+    assert tail.new_samples() == [ServicePoint(t=15.0, q=2.0, e=0.5)]
     with service.open("a", encoding="utf-8") as out:
         out.write(': 1.0, "e": 0.0, "l": 0}\n')
-    assert [s["t"] for s in tail.new_samples()] == [30.0]
+    assert [s.t for s in tail.new_samples()] == [30.0]
+
+
+def test_the_dashboard_follows_every_event_type_and_no_other() -> None:
+    script = (Path(orchestrator.api.__file__).parent / "static" / "dashboard.js").read_text(encoding="utf-8")
+    listed = re.search(r"const TYPES = \[([^\]]*)\];", script)
+    assert listed is not None
+    assert sorted(re.findall(r'"([a-z]+)"', listed.group(1))) == sorted(EVENT_TYPES)
+
+
+def test_the_operator_metrics_count_the_runs_events() -> None:
+    metrics = Metrics()
+    events: list[RunEvent] = [
+        Injected(fault_id="f000", catalog_id="ob-x", t=120.0, category="network", target="cartservice"),
+        Failed(operation="revert", error="API down", fault_id="f000", catalog_id="ob-x"),
+        Failed(operation="baseline", error="no baseline"),
+        Reverted(fault_id="f000", t=240.0, outcome="reverted"),
+        Invoked(n=1, start_s=120.0, end_s=121.0, exit_code=0, timed_out=False, wall_s=0.7),
+    ]
+    for event in events:
+        metrics.observe(run="r1", app="online-boutique", agent="noop", event=event, active=0)
+    exposed = metrics.exposition().decode()
+    assert 'marathon_injections_total{app="online-boutique",category="network"} 1.0' in exposed
+    assert 'marathon_failures_total{app="online-boutique"} 2.0' in exposed
+    assert 'marathon_reverts_total{app="online-boutique",outcome="reverted"} 1.0' in exposed
+    assert 'marathon_invocation_duration_seconds_count{agent="noop",app="online-boutique"} 1.0' in exposed
 
 
 def test_serving_beyond_loopback_needs_a_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ from orchestrator.api.events import EventLog
 from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.cluster.client import KubeClient
+from orchestrator.run.events import Finished, Injected, Started
 from orchestrator.twin.certificates import issue
 from orchestrator.twin.kubeconfig import Credentials, write_kubeconfig
 from tests.api.bundles import pending_in_ledger, unpack, unreverted
@@ -148,7 +149,7 @@ def test_the_events_of_a_run_another_process_follows_are_streamed_from_its_file(
     registry.create(fields=fields)
     registry.update("elsewhere", status="running")
     log = EventLog(home=home)
-    log.append({"type": "started"})
+    log.append(Started(app="online-boutique", agent="noop", seed=1))
     received: list[str] = []
 
     def follow() -> None:
@@ -158,9 +159,9 @@ def test_the_events_of_a_run_another_process_follows_are_streamed_from_its_file(
     reader = threading.Thread(target=follow)
     reader.start()
     time.sleep(1.0)
-    log.append({"type": "injected", "fault_id": "f000", "t": 120.0})
+    log.append(Injected(fault_id="f000", catalog_id="ob-x", t=120.0, category="network", target="frontend"))
     registry.update("elsewhere", status="finished")
-    log.append({"type": "finished", "status": "finished"})
+    log.append(Finished(status="finished"))
     reader.join(timeout=30)
     assert not reader.is_alive()
     assert received == ["started", "injected", "finished"]
@@ -179,9 +180,9 @@ def test_a_live_runs_events_bundle_score_and_report_need_the_token_and_only_its_
     registry.create(fields=fields)
     registry.update("secretive", status="running")
     log = EventLog(home=home)
-    log.append({"type": "started"})
-    log.append({"type": "injected", "fault_id": "f000", "catalog_id": "ob-cart-redis-port",
-                "target": "deployment/cartservice", "t": 120.0})  # fmt: skip
+    log.append(Started(app="online-boutique", agent="noop", seed=1))
+    log.append(Injected(fault_id="f000", catalog_id="ob-cart-redis-port", t=120.0, category="configuration",
+                        target="deployment/cartservice"))  # fmt: skip
     token = AUTH["Authorization"].removeprefix("Bearer ")
     strangers = [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}]
     base = "/runs/secretive"
@@ -200,7 +201,7 @@ def test_a_live_runs_events_bundle_score_and_report_need_the_token_and_only_its_
         assert injected["catalog_id"] == "ob-cart-redis-port"
         assert client.get(base).json()["status"] == "running"  # the run's row itself is public
 
-        log.append({"type": "finished", "status": "finished"})
+        log.append(Finished(status="finished"))
         registry.update("secretive", status="finished", score={"marathon_score": 50.0})
         assert client.get(f"{base}/score").json() == {"marathon_score": 50.0}
         assert client.get(f"{base}/report").status_code == 404  # public now; this run left no bundle

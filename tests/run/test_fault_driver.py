@@ -7,9 +7,11 @@ from typing import Any
 
 from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
 from orchestrator.catalog.loading import load_catalog
-from orchestrator.cluster.applying import Applier, Injected, InjectFailed
+from orchestrator.cluster.applying import Applier, InjectFailed
+from orchestrator.cluster.applying import Injected as Applied
 from orchestrator.cluster.mechanisms import Handle
 from orchestrator.errors import RevertError
+from orchestrator.run.events import Failed, Injected, Reverted, RunEvent
 from orchestrator.run.faults import FaultDriver, fault_id_of
 from orchestrator.schedule import Activation
 
@@ -24,14 +26,14 @@ class FakeApplier:
     revert_script: dict[str, list[Any]] = field(default_factory=dict)
     active: dict[str, Handle] = field(default_factory=dict)
 
-    def inject(self, entry: Any, *, fault_id: str) -> Injected | InjectFailed:
+    def inject(self, entry: Any, *, fault_id: str) -> Applied | InjectFailed:
         handle = Handle(fault_id=fault_id, entry_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
                         namespace="online-boutique", name=entry.target, field="image", pre_value="img:1",
                         injected_value="img:2")  # fmt: skip
         if entry.id in self.failing:
             return InjectFailed(fault_id, "the API refused the patch", handle)
         self.active[fault_id] = handle
-        return Injected(handle)
+        return Applied(handle)
 
     def revert(self, fault_id: str) -> str:
         answer = self.revert_script.get(fault_id, ["reverted"]).pop(0)
@@ -43,15 +45,23 @@ class FakeApplier:
     revert_all = Applier.revert_all  # the real loop over this fake's revert()
 
 
-def _driver(applier: FakeApplier) -> tuple[FaultDriver, list[Record], list[dict[str, Any]]]:
+@dataclass
+class Events:
+    seen: list[RunEvent] = field(default_factory=list)
+
+    def handle(self, event: RunEvent) -> None:
+        self.seen.append(event)
+
+
+def _driver(applier: FakeApplier) -> tuple[FaultDriver, list[Record], list[RunEvent]]:
     records: list[Record] = []
-    events: list[dict[str, Any]] = []
+    events = Events()
     driver = FaultDriver(
         applier=applier,  # type: ignore[arg-type]
         catalog=CATALOG, namespace="online-boutique", record=records.append, now_s=lambda: 240.0,
-        emit=events.append, warn=lambda message: None,
+        events=events, warn=lambda message: None,
     )  # fmt: skip
-    return driver, records, events
+    return driver, records, events.seen
 
 
 def _activation(index: int, entry_id: str) -> Activation:
@@ -75,7 +85,8 @@ def test_an_injection_journals_its_ground_truth_with_the_scope_from_the_topology
     assert truth.scope == sorted(CATALOG.scope(entry))
     assert (truth.inject_s, truth.planned_revert_s) == (240.0, 600.0)
     assert (truth.pre_value, truth.injected_value) == ("img:1", "img:2")
-    assert events[0]["type"] == "injected"
+    category, target = str(entry.category), entry.target
+    assert events == [Injected(fault_id="f003", catalog_id=entry.id, t=240, category=category, target=target)]
 
 
 def test_a_failed_injection_is_journaled_as_failed_and_not_kept_live() -> None:
@@ -85,22 +96,26 @@ def test_a_failed_injection_is_journaled_as_failed_and_not_kept_live() -> None:
     assert [type(r) for r in records] == [FaultInjected, FaultFailed]
     assert "refused" in records[1].error  # type: ignore[union-attr]
     assert not driver.live
-    assert events[-1]["type"] == "failed"
+    assert events == [
+        Failed(operation="injection", error="the API refused the patch", fault_id="f000", catalog_id=entry.id)
+    ]
 
 
 def test_a_revert_that_fails_keeps_the_fault_live_until_the_final_revert_succeeds() -> None:
     entry = CATALOG.entries[2]
     applier = FakeApplier(revert_script={"f000": [RevertError("API down"), "reverted"]})
-    driver, records, _ = _driver(applier)
+    driver, records, events = _driver(applier)
     driver.inject(_activation(0, entry.id))
     driver.revert("f000")
     assert "f000" in driver.live
+    assert events[-1] == Failed(operation="revert", error="API down", fault_id="f000", catalog_id=entry.id)
     failed = records[-1]
     assert isinstance(failed, FaultReverted) and failed.outcome == "failed" and "API down" in failed.detail
     assert driver.revert_all() == []
     closed = records[-1]
     assert isinstance(closed, FaultReverted) and closed.outcome == "reverted"
     assert not driver.live
+    assert events[-1] == Reverted(fault_id="f000", t=240.0, outcome="reverted")
 
 
 def test_a_value_the_agent_changed_ends_the_fault_without_being_overwritten() -> None:

@@ -14,6 +14,7 @@ import pytest
 from orchestrator.bundle.reader import read_bundle
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.run.config import make_config
+from orchestrator.run.events import Ignore
 from orchestrator.run.finishing import BUNDLE_DIR, seal
 from orchestrator.run.plan import make_plan
 from orchestrator.run.setup import open_session
@@ -52,7 +53,7 @@ def _run(tmp_path: Path, name: str) -> Path:
     run_dir = tmp_path / name
     with open_session(
         config, dataclasses.replace(plan, rules=rules), run_id="rule-health", run_dir=run_dir, command=[],
-        emit=lambda event: None, stop=threading.Event(), progress=lambda state: None,
+        events=Ignore(), stop=threading.Event(),
     ) as session:  # fmt: skip
         session.finish(session.run())
     return seal(run_dir)

@@ -118,6 +118,7 @@ function handle(type, event) {
   draw();
 }
 
+// Every event type of orchestrator/run/events.py (EVENT_TYPES), each in its wire form; a test keeps the two equal.
 const TYPES = ["concurrency", "alert", "service", "invocation", "boundary", "injected", "reverted",
   "failed", "finished", "interrupted", "ended", "started", "stopping"];
 
