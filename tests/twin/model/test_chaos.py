@@ -137,4 +137,4 @@ def test_mode_one_picks_the_same_pod_every_step() -> None:
 
 
 def test_every_chaos_mesh_kind_of_the_vocabulary_has_a_simulated_effect() -> None:
-    assert SIMULATED_KINDS == set(CRD_KINDS)
+    assert set(CRD_KINDS) == SIMULATED_KINDS
