@@ -16,7 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.catalog.commands",
     # ``catalog admit`` and ``catalog export-ctk``: added to the catalog command, so registered after it.
     "orchestrator.admission.commands",
-    "orchestrator.cluster.experiment_commands",
+    "orchestrator.mechanisms.experiment_commands",
     "orchestrator.catalog.manifest_commands",
     "orchestrator.schedule_commands",
     "orchestrator.bundle.commands",

@@ -26,8 +26,9 @@ from orchestrator.cluster.applying import Applier, InjectFailed
 from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.fields import read_field
 from orchestrator.cluster.ledger import Ledger, Target
-from orchestrator.cluster.mechanisms import Context, Handle, artifact_restored
 from orchestrator.errors import OrchestratorError, RevertError
+from orchestrator.mechanisms.handles import Context, Handle
+from orchestrator.mechanisms.registry import artifact_restored
 from orchestrator.telemetry.observing import Observer
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.rules import load_rule_pack

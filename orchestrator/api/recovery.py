@@ -20,8 +20,8 @@ from orchestrator.bundle.seal import is_sealed, read_manifest
 from orchestrator.cluster import ledger
 from orchestrator.cluster.applying import revert_handle
 from orchestrator.cluster.client import KubeClient
-from orchestrator.cluster.mechanisms import Context
 from orchestrator.errors import ClusterError, OrchestratorError, RevertError
+from orchestrator.mechanisms.handles import Context
 from orchestrator.run.finishing import BUNDLE_DIR, seal
 from orchestrator.run.setup import LEDGER_FILE
 

@@ -1,7 +1,8 @@
 """``marathon catalog validate|list``: check catalog files, and show what an app's catalog holds.
 
 ``admit`` (``orchestrator.admission.commands``) and ``export-ctk``
-(``orchestrator.cluster.experiment_commands``) add themselves to the same command through ``catalog_actions``.
+(``orchestrator.mechanisms.experiment_commands``) add themselves to the same command through
+``catalog_actions``.
 """
 
 from __future__ import annotations

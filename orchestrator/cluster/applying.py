@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from orchestrator.catalog.faults import Entry
 from orchestrator.cluster.ledger import Ledger
-from orchestrator.cluster.mechanisms import INJECTORS, Context, Entry, Handle, RevertOutcome, injector_for
 from orchestrator.errors import OrchestratorError, RevertError
+from orchestrator.mechanisms.handles import Context, Handle, RevertOutcome
+from orchestrator.mechanisms.registry import MECHANISMS, mechanism_of
 
 
 @dataclass(frozen=True)
@@ -31,16 +33,16 @@ class Applier:
     active: dict[str, Handle] = field(default_factory=dict)
 
     def inject(self, entry: Entry, *, fault_id: str) -> Injected | InjectFailed:
-        injector = injector_for(entry)
+        mechanism = mechanism_of(entry)
         try:
-            handle = injector.plan(entry, self.ctx, fault_id=fault_id)
+            handle = mechanism.plan(entry, self.ctx, fault_id=fault_id)
         except OrchestratorError as exc:
             self.ledger.inject_failed(fault_id, str(exc))
             return InjectFailed(fault_id, str(exc), None)
         self.ledger.planned(handle)
         self.active[fault_id] = handle
         try:
-            injector.apply(handle, entry, self.ctx)
+            mechanism.apply(handle, entry, self.ctx)
         except OrchestratorError as exc:
             self.ledger.inject_failed(fault_id, str(exc))
             self.revert(fault_id)
@@ -67,11 +69,11 @@ class Applier:
 
 
 def revert_handle(handle: Handle, ctx: Context, *, ledger: Ledger, attempts: int) -> RevertOutcome:
-    injector = INJECTORS[handle.mechanism]
+    mechanism = MECHANISMS[handle.mechanism]
     last = ""
     for attempt in range(attempts):
         try:
-            outcome = injector.revert(handle, ctx)
+            outcome = mechanism.revert(handle, ctx)
         except OrchestratorError as exc:
             last = str(exc)
             ledger.revert_failed(handle.fault_id, last)

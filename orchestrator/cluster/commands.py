@@ -9,8 +9,8 @@ from pathlib import Path
 from orchestrator.cluster import ledger
 from orchestrator.cluster.applying import revert_handle
 from orchestrator.cluster.client import KubeClient
-from orchestrator.cluster.mechanisms import Context
 from orchestrator.errors import RevertError
+from orchestrator.mechanisms.handles import Context
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

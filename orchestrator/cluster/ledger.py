@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from orchestrator.cluster.mechanisms import Handle
 from orchestrator.errors import BundleError
+from orchestrator.mechanisms.handles import Handle
 
 Event = Literal["opened", "planned", "applied", "reverted", "revert_failed", "inject_failed"]
 # A fault is settled once reverted (or found restored, or left to the agent's later change).

@@ -17,8 +17,8 @@ from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import Catalog
 from orchestrator.cluster.applying import Applier
 from orchestrator.cluster.applying import Injected as Applied
-from orchestrator.cluster.mechanisms import Handle, RevertOutcome
 from orchestrator.errors import OrchestratorError, RevertError
+from orchestrator.mechanisms.handles import Handle, RevertOutcome
 from orchestrator.run.events import Failed, Injected, Reverted, RunEventHandler
 from orchestrator.schedule import Activation
 

@@ -27,8 +27,9 @@ from orchestrator.bundle.records import (
 )
 from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
 from orchestrator.cluster.client import KubeClient, NotFound
-from orchestrator.cluster.mechanisms import Handle, artifact_restored
 from orchestrator.errors import ClusterError
+from orchestrator.mechanisms.handles import Handle
+from orchestrator.mechanisms.registry import artifact_restored
 from orchestrator.run.events import Alert, RunEventHandler
 from orchestrator.run.faults import LiveFault
 from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert

@@ -42,8 +42,8 @@ from orchestrator.api.runs import (
 )
 from orchestrator.cli import main
 from orchestrator.cluster import ledger
-from orchestrator.cluster.mechanisms import Handle
 from orchestrator.errors import ConfigError
+from orchestrator.mechanisms.handles import Handle
 from orchestrator.run.events import (
     EVENT_TYPES,
     Failed,

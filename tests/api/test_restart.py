@@ -13,9 +13,9 @@ import pytest
 from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.cluster import ledger as ledger_module
-from orchestrator.cluster.chaos import CRD_KINDS
 from orchestrator.cluster.client import CHAOS_GROUP, CHAOS_VERSION, KubeClient
 from orchestrator.twin.kubeconfig import read_credentials
+from orchestrator.vocabulary.chaos import CRD_KINDS
 from tests.api.bundles import pending_in_ledger, unpack
 from tests.api.cluster import separate_cluster
 from tests.api.live import AUTH, Server, events, start_run

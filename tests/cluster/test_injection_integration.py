@@ -17,7 +17,7 @@ from orchestrator.catalog.loading import load_catalog
 from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient, ObjectRef
 from orchestrator.cluster.ledger import Ledger, Target
-from orchestrator.cluster.mechanisms import Context
+from orchestrator.mechanisms.handles import Context
 from orchestrator.telemetry.probes import SymptomProbe, evaluate_probe
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.server import PrometheusServer

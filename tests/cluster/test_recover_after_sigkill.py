@@ -41,7 +41,7 @@ from orchestrator.catalog.loading import load_catalog
 from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.ledger import Ledger, Target
-from orchestrator.cluster.mechanisms import Context
+from orchestrator.mechanisms.handles import Context
 from orchestrator.twin.kubeconfig import read_credentials
 
 url, kubeconfig, journal, *ids = sys.argv[1:]

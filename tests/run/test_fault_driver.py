@@ -9,8 +9,8 @@ from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverte
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.cluster.applying import Applier, InjectFailed
 from orchestrator.cluster.applying import Injected as Applied
-from orchestrator.cluster.mechanisms import Handle
 from orchestrator.errors import RevertError
+from orchestrator.mechanisms.handles import Handle
 from orchestrator.run.events import Failed, Injected, Reverted, RunEvent
 from orchestrator.run.faults import FaultDriver, fault_id_of
 from orchestrator.schedule import Activation

@@ -11,7 +11,7 @@ from orchestrator.agents.oracle import Truth
 from orchestrator.catalog.faults import Healthy
 from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
 from orchestrator.catalog.loading import load_catalog
-from orchestrator.cluster.mechanisms import Handle
+from orchestrator.mechanisms.handles import Handle
 from orchestrator.run.faults import LiveFault
 from orchestrator.run.observing import (
     bundle_alert,

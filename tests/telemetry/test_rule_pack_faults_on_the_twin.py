@@ -19,7 +19,7 @@ from orchestrator.catalog.loading import load_catalog
 from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.ledger import Ledger, Target
-from orchestrator.cluster.mechanisms import Context
+from orchestrator.mechanisms.handles import Context
 from orchestrator.telemetry.evaluating import AlertEvaluator
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.rules import load_rule_pack

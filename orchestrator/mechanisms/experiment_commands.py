@@ -1,7 +1,7 @@
 """``marathon catalog export-ctk``: a catalog entry as a Chaos Toolkit experiment (JSON).
 
-The action belongs to the ``catalog`` command; it registers itself there from the cluster package, whose
-mechanisms it writes out, because the catalog is data and imports no cluster code.
+The action belongs to the ``catalog`` command; it registers itself there from the mechanisms package, whose
+steps it writes out, because the catalog is data and imports no cluster code.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from typing import Any
 import yaml
 
 from orchestrator.catalog.commands import catalog_actions
-from orchestrator.catalog.faults import ChaosFault, CodeFault
+from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
-from orchestrator.cluster.experiments import Entry, experiment
 from orchestrator.errors import CatalogError, ConfigError
+from orchestrator.mechanisms.experiments import experiment
+from orchestrator.mechanisms.registry import mechanism_of
 
 Json = dict[str, Any]
 
@@ -36,15 +37,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export.set_defaults(func=export_ctk_command)
 
 
-def baseline_object(entry: Entry, *, root: Path) -> Json | None:
+def baseline_object(entry: Entry, *, namespace: str, root: Path) -> Json | None:
     """The object a code or config fault changes, as ``manifests/<app>/app.yaml`` deploys it."""
-    if isinstance(entry, ChaosFault):
+    changed = mechanism_of(entry).changed_object(entry, namespace)
+    if changed is None:
         return None
-    if isinstance(entry, CodeFault):
-        kind, name = "Deployment", entry.target
-    else:
-        kinds = {"deployment": "Deployment", "service": "Service", "configmap": "ConfigMap"}
-        kind, name = kinds[entry.inject.object], entry.inject.name or entry.target
+    kind, name = changed.kind, changed.name
     path = root / "manifests" / entry.app / "app.yaml"
     try:
         documents = [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
@@ -69,7 +67,7 @@ def export_ctk_command(args: argparse.Namespace) -> int:
         namespace=topology.namespace,
         chaos_namespace=args.chaos_namespace,
         prometheus_url=args.prometheus,
-        baseline=baseline_object(entry, root=root),
+        baseline=baseline_object(entry, namespace=topology.namespace, root=root),
     )
     text = json.dumps(document, indent=2, sort_keys=True) + "\n"
     if args.output is None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from orchestrator.catalog.faults import FAULT_ENTRY, ChaosFault, ConfigFault
-from orchestrator.cluster.experiments import experiment
+from orchestrator.mechanisms.experiments import experiment
 
 CHAOS = Path(sys.executable).with_name("chaos")
 
@@ -122,7 +122,7 @@ def test_a_config_fault_is_a_kubectl_patch_whose_rollback_restores_the_baseline_
 
 def test_an_http_chaos_keeps_which_side_of_the_exchange_it_targets() -> None:
     from orchestrator.catalog.faults import ChaosInject
-    from orchestrator.cluster.chaos import chaos_object
+    from orchestrator.mechanisms.chaos import chaos_object
 
     inject = ChaosInject(kind="HTTPChaos", spec={"target": "Request", "port": 8080, "abort": True})
     body = chaos_object(inject=inject, name="h", chaos_namespace="c", app_namespace="ob", target="frontend")
