@@ -69,7 +69,8 @@ def test_the_noop_agent_exits_cleanly_and_calls_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_runbook_agent_reports_acts_once_and_resolves_on_the_next_invocation(tmp_path: Path) -> None:
     alerts = [{"alert_id": "a1", "rule": "KubeDeploymentNoAvailableReplicas", "starts_at": 130.0,
-               "labels": {"namespace": NS, "deployment": "checkoutservice"}}]  # fmt: skip
+               "labels": {"namespace": NS, "deployment": "checkoutservice",
+                          "signal": "replicas"}}]  # fmt: skip
     with tools_server(TOKEN) as (url, log):
         env = _env(url, tmp_path, alerts)
         for _ in range(2):
@@ -90,10 +91,23 @@ def test_the_runbook_agent_reports_acts_once_and_resolves_on_the_next_invocation
 def test_the_oracle_agent_reports_the_truth_and_applies_the_remedy(tmp_path: Path) -> None:
     alerts = [{"alert_id": "a1", "rule": "ServiceHighErrorRatio", "starts_at": 130.0,
                "labels": {"namespace": NS, "service": "frontend"}}]  # fmt: skip
-    truth = {"now_s": 240.0, "grace_s": 60.0, "faults": [{
-        "fault_id": "f0", "catalog_id": "ob-checkout-release", "namespace": NS, "target": "checkoutservice",
-        "culprits": ["checkoutservice"], "artifact": "release:checkoutservice@v0.10.6-1",
-        "scope": ["checkoutservice", "frontend"], "inject_s": 120.0, "remedy": {"action": "rollback"}}]}
+    truth = {
+        "now_s": 240.0,
+        "grace_s": 60.0,
+        "faults": [
+            {
+                "fault_id": "f0",
+                "catalog_id": "ob-checkout-release",
+                "namespace": NS,
+                "target": "checkoutservice",
+                "culprits": ["checkoutservice"],
+                "artifact": "release:checkoutservice@v0.10.6-1",
+                "scope": ["checkoutservice", "frontend"],
+                "inject_s": 120.0,
+                "remedy": {"action": "rollback"},
+            }
+        ],
+    }
     (tmp_path / "truth.json").write_text(json.dumps(truth))
     with tools_server(TOKEN) as (url, log):
         env = _env(url, tmp_path, alerts, MARATHON_ORACLE_TRUTH=str(tmp_path / "truth.json"))
