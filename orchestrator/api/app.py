@@ -87,6 +87,9 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         version="1",
         lifespan=lifespan,
         description="Start, follow and stop fault-injection marathons; bundles, scores and a leaderboard.",
+        # The HTTP server itself answers 400 to a request it cannot parse (a bad Content-Length, say),
+        # before any route sees it: every operation can answer it.
+        responses={400: {"description": "the request is not well-formed HTTP"}},
     )
     app.state.runs = runs
     app.state.token = settings.token
