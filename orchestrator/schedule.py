@@ -113,7 +113,7 @@ class Activation:
     arrival: int
     at_s: int
     duration_s: int
-    entry_id: str
+    catalog_id: str
     category: Category
     mechanism: str
     target: str
@@ -226,8 +226,8 @@ def plan_schedule(
     repeated = sorted({a.id for a, b in zip(mine, mine[1:], strict=False) if a.id == b.id})
     if repeated:
         problems = [
-            Problem(_WHERE, None, "entries", entry_id, "the id appears more than once")
-            for entry_id in repeated
+            Problem(_WHERE, None, "entries", catalog_id, "the id appears more than once")
+            for catalog_id in repeated
         ]
         raise ScheduleError("catalog entry ids must be unique", problems)
     catalog_hash = entries_hash(mine)
@@ -276,8 +276,8 @@ def _place(
             if params.max_concurrent is not None and _peak(overlapping, at_s, end_s) >= params.max_concurrent:
                 reason = "cap"
             else:
-                busy_ids = {a.entry_id for a in overlapping}
-                busy_keys = frozenset().union(*(keys[a.entry_id] for a in overlapping))
+                busy_ids = {a.catalog_id for a in overlapping}
+                busy_keys = frozenset().union(*(keys[a.catalog_id] for a in overlapping))
                 compatible = {
                     e.id for e in entries if e.id not in busy_ids and keys[e.id].isdisjoint(busy_keys)
                 }
@@ -288,8 +288,9 @@ def _place(
                 if chosen is not None:
                     placed.append(
                         Activation(
-                            index=0, arrival=arrival, at_s=at_s, duration_s=end_s - at_s, entry_id=chosen.id,
-                            category=chosen.category, mechanism=str(chosen.mechanism), target=chosen.target,
+                            index=0, arrival=arrival, at_s=at_s, duration_s=end_s - at_s,
+                            catalog_id=chosen.id, category=chosen.category, mechanism=str(chosen.mechanism),
+                            target=chosen.target,
                         )
                     )  # fmt: skip
                     break

@@ -155,7 +155,7 @@ def render_table(schedule: Schedule, stats: Concurrency, published: PublishedCon
     for a in schedule.activations:
         lines.append(
             f"{clock(a.at_s):>6}  {clock(a.duration_s):>5}  {a.category:<17}  {a.mechanism:<9}  "
-            f"{a.target:<24}  {a.entry_id}"
+            f"{a.target:<24}  {a.catalog_id}"
         )
     cap = "none" if params.max_concurrent is None else str(params.max_concurrent)
     rows = [

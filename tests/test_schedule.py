@@ -42,7 +42,7 @@ def test_schedule_is_identical_for_the_same_seed() -> None:
 
 def test_another_seed_gives_another_schedule() -> None:
     seed_42, seed_43 = _plan(42), _plan(43)
-    assert [a.entry_id for a in seed_42.activations] != [a.entry_id for a in seed_43.activations]
+    assert [a.catalog_id for a in seed_42.activations] != [a.catalog_id for a in seed_43.activations]
     assert [a.at_s for a in seed_42.activations] != [a.at_s for a in seed_43.activations]
     assert seed_42.content_hash != seed_43.content_hash
 
@@ -74,7 +74,7 @@ def test_the_json_is_canonical_with_sorted_keys_and_no_spaces() -> None:
     assert json.dumps(record, sort_keys=True, separators=(",", ":")) == text
     first = record["activations"][0]
     assert sorted(first) == [
-        "arrival", "at_s", "category", "duration_s", "end_s", "entry_id", "index", "mechanism", "target",
+        "arrival", "at_s", "catalog_id", "category", "duration_s", "end_s", "index", "mechanism", "target",
     ]  # fmt: skip
     assert record["params"]["ramp"] == 4.0
     assert record["version"] == 2
@@ -165,7 +165,7 @@ def test_a_conflicting_category_is_dropped_and_another_drawn() -> None:
 
 def _activation(index: int, at_s: int, end_s: int) -> Activation:
     return Activation(
-        index=index, arrival=index, at_s=at_s, duration_s=end_s - at_s, entry_id=f"fault-{index}",
+        index=index, arrival=index, at_s=at_s, duration_s=end_s - at_s, catalog_id=f"fault-{index}",
         category=Category.CODE_BUG, mechanism="code", target="frontend",
     )  # fmt: skip
 
@@ -237,7 +237,7 @@ def test_an_app_without_entries_cannot_be_planned() -> None:
     assert empty.activations == () and empty.skipped == ()
 
 
-def test_a_catalog_with_a_repeated_entry_id_is_rejected_naming_the_id() -> None:
+def test_a_catalog_with_a_repeated_catalog_id_is_rejected_naming_the_id() -> None:
     repeated = next(e for e in ENTRIES if e.id == "frontend-pod-kill")
     with pytest.raises(ScheduleError, match="entries = frontend-pod-kill: the id appears more than once"):
         plan_schedule(app=APP, entries=[*ENTRIES, repeated], seed=1)
@@ -256,7 +256,7 @@ def test_a_service_is_the_culprit_of_one_active_fault_at_a_time_unless_that_rule
             1
             for i, a in enumerate(acts)
             for b in acts[i + 1 :]
-            if _overlap(a, b) and culprits[a.entry_id] & culprits[b.entry_id]
+            if _overlap(a, b) and culprits[a.catalog_id] & culprits[b.catalog_id]
         )
 
     assert shared(_plan(42)) == 0

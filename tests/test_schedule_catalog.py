@@ -16,24 +16,24 @@ SERVICES = (
 )  # fmt: skip
 
 
-def _common(entry_id: str, category: Category, target: str, artifact: str, app: str) -> dict[str, Any]:
+def _common(catalog_id: str, category: Category, target: str, artifact: str, app: str) -> dict[str, Any]:
     return {
-        "id": entry_id,
+        "id": catalog_id,
         "app": app,
         "category": category.value,
         "target": target,
         "culprits": [target],
         "artifact": artifact,
-        "description": f"fixture fault {entry_id} on {target}",
+        "description": f"fixture fault {catalog_id} on {target}",
         "log": {"service": target, "message": f"fixture failure reported by {target}"},
         "probe": {"query": "up", "healthy": {"op": ">", "value": 0.5}},
         "remedy": {"action": "rollback", "service": target},
     }
 
 
-def _code(entry_id: str, target: str, tag: str, app: str) -> dict[str, Any]:
+def _code(catalog_id: str, target: str, tag: str, app: str) -> dict[str, Any]:
     return {
-        **_common(entry_id, Category.CODE_BUG, target, f"release:{target}@{tag}", app),
+        **_common(catalog_id, Category.CODE_BUG, target, f"release:{target}@{tag}", app),
         "mechanism": "code",
         "intended_update": "refactor the request handler",
         "defect": "a nil result is dereferenced",
@@ -48,10 +48,10 @@ def _code(entry_id: str, target: str, tag: str, app: str) -> dict[str, Any]:
 
 
 def _config(
-    entry_id: str, category: Category, target: str, artifact: str, field: str, value: Any, app: str
+    catalog_id: str, category: Category, target: str, artifact: str, field: str, value: Any, app: str
 ) -> dict[str, Any]:
     return {
-        **_common(entry_id, category, target, artifact, app),
+        **_common(catalog_id, category, target, artifact, app),
         "mechanism": "config",
         "intended_update": "tune the deployment settings",
         "defect": "the new setting breaks the service",
@@ -60,10 +60,10 @@ def _config(
 
 
 def _chaos(
-    entry_id: str, category: Category, target: str, artifact: str, kind: str, spec: dict[str, Any], app: str
+    catalog_id: str, category: Category, target: str, artifact: str, kind: str, spec: dict[str, Any], app: str
 ) -> dict[str, Any]:
     return {
-        **_common(entry_id, category, target, artifact, app),
+        **_common(catalog_id, category, target, artifact, app),
         "mechanism": "chaos",
         "inject": {"kind": kind, "spec": spec},
     }

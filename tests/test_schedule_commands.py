@@ -71,13 +71,13 @@ def test_the_table_lists_every_activation_and_the_published_concurrency() -> Non
     text = report(app=APP, seed=42, params=params, entries=ENTRIES, published=PUBLISHED, as_json=False)
     schedule = plan_schedule(app=APP, entries=ENTRIES, seed=42, params=params)
     stats = concurrency(schedule)
-    ids = tuple(a.entry_id for a in schedule.activations)
+    ids = tuple(a.catalog_id for a in schedule.activations)
     rows = [line for line in text.splitlines() if line.endswith(ids)]
     assert len(rows) == len(schedule.activations)
     assert len(schedule.activations) + len(schedule.skipped) == 60
     first = schedule.activations[0]
     shown = [clock(first.at_s), clock(first.duration_s), first.category, first.mechanism, first.target]
-    assert rows[0].split() == [*shown, first.entry_id]
+    assert rows[0].split() == [*shown, first.catalog_id]
     assert f"{stats.average_run:.2f}" in text and f"{stats.peak_run:>4}" in text
     assert "published, online-boutique" in text and "5.80    10" in text
     assert schedule.content_hash[:12] in text
@@ -102,7 +102,7 @@ def test_marathon_schedule_prints_the_online_boutique_plan(capsys: pytest.Captur
     assert out.startswith(f"schedule {schedule.content_hash[:12]} for online-boutique, seed 42\n")
     last_words = [line.split()[-1] for line in out.splitlines() if line.strip()]
     listed = [word for word in last_words if word in catalog.by_id]
-    assert listed == [a.entry_id for a in schedule.activations]
+    assert listed == [a.catalog_id for a in schedule.activations]
     assert "published, online-boutique" in out
 
 

@@ -63,10 +63,10 @@ def test_no_two_overlapping_activations_share_an_entry_an_interference_key_or_a_
     for i, a in enumerate(activations):
         for b in activations[i + 1 :]:
             if a.at_s < b.end_s and b.at_s < a.end_s:
-                assert a.entry_id != b.entry_id
-                assert KEYS[a.entry_id].isdisjoint(KEYS[b.entry_id]), (a, b)
+                assert a.catalog_id != b.catalog_id
+                assert KEYS[a.catalog_id].isdisjoint(KEYS[b.catalog_id]), (a, b)
                 if schedule.params.exclusive_culprits:
-                    assert CULPRITS[a.entry_id].isdisjoint(CULPRITS[b.entry_id]), (a, b)
+                    assert CULPRITS[a.catalog_id].isdisjoint(CULPRITS[b.catalog_id]), (a, b)
 
 
 @settings(max_examples=150, deadline=None)

@@ -49,8 +49,8 @@ def admit_command(args: argparse.Namespace) -> int:
     for record in records:
         verdict = "admitted" if record.admitted else "REJECTED"
         print(f"{verdict:<9} {record.id}: {'; '.join(record.reasons)}")
-    for entry_id, error in sorted(failures.items()):
-        print(f"FAILED    {entry_id}: {error}", file=sys.stderr)
+    for catalog_id, error in sorted(failures.items()):
+        print(f"FAILED    {catalog_id}: {error}", file=sys.stderr)
     fresh = admission_file(args.app, records, settings=settings)
     merged = merge(load_admission(args.app, root=root), fresh, catalog=catalog)
     path = admission_path(args.app, root=root)

@@ -277,13 +277,13 @@ def _duplicates(placed: list[_Placed]) -> list[Problem]:
     for item in placed:
         places.setdefault(item.entry.id, []).append(item)
     problems = []
-    for entry_id, items in sorted(places.items()):
+    for catalog_id, items in sorted(places.items()):
         if len(items) < 2:
             continue
         for item in items:
             others = ", ".join(str(other.origin) for other in items if other is not item)
             loc: Loc = ("faults", item.index, "id")
-            problems.append(located(item.document, loc, f"duplicate id {entry_id!r}: also at {others}"))
+            problems.append(located(item.document, loc, f"duplicate id {catalog_id!r}: also at {others}"))
     return problems
 
 

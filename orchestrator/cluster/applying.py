@@ -86,5 +86,5 @@ def revert_handle(handle: Handle, ctx: Context, *, ledger: Ledger, attempts: int
         f" field {handle.field}" if handle.field else ""
     )
     raise RevertError(
-        f"fault {handle.fault_id} ({handle.entry_id}) could not be reverted: {last}; left behind: {left}"
+        f"fault {handle.fault_id} ({handle.catalog_id}) could not be reverted: {last}; left behind: {left}"
     )

@@ -42,9 +42,9 @@ def _recover(args: argparse.Namespace) -> int:
                 outcome = revert_handle(handle, ctx, ledger=book, attempts=4)
             except RevertError as exc:
                 failures += 1
-                print(f"FAILED {handle.fault_id} {handle.entry_id}: {exc}")
+                print(f"FAILED {handle.fault_id} {handle.catalog_id}: {exc}")
                 continue
-            print(f"{outcome:<17} {handle.fault_id} {handle.entry_id} ({handle.kind} {handle.name})")
+            print(f"{outcome:<17} {handle.fault_id} {handle.catalog_id} ({handle.kind} {handle.name})")
     finally:
         book.close()
         client.close()

@@ -86,7 +86,7 @@ class ChaosMeshObject:
         kind = entry.inject.chaos_kind
         return Handle(
             fault_id=fault_id,
-            entry_id=entry.id,
+            catalog_id=entry.id,
             mechanism=Mechanism.CHAOS,
             kind=kind.name,
             namespace=chaos_namespace,
@@ -149,7 +149,7 @@ class TerminatePods:
     ) -> Handle:
         return Handle(
             fault_id=fault_id,
-            entry_id=entry.id,
+            catalog_id=entry.id,
             mechanism=Mechanism.CHAOS,
             kind=entry.inject.kind,
             namespace=namespace,
@@ -186,7 +186,7 @@ class DrainNode:
     ) -> Handle:
         return Handle(
             fault_id=fault_id,
-            entry_id=entry.id,
+            catalog_id=entry.id,
             mechanism=Mechanism.CHAOS,
             kind=entry.inject.kind,
             namespace=namespace,

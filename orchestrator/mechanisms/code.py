@@ -21,7 +21,7 @@ class CodeMechanism(FieldChange):
         repository = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
         return Handle(
             fault_id=fault_id,
-            entry_id=entry.id,
+            catalog_id=entry.id,
             mechanism=Mechanism.CODE,
             kind="Deployment",
             namespace=namespace,

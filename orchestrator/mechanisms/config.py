@@ -22,7 +22,7 @@ class ConfigMechanism(FieldChange):
         ref = self.changed_object(entry, namespace)
         return Handle(
             fault_id=fault_id,
-            entry_id=entry.id,
+            catalog_id=entry.id,
             mechanism=Mechanism.CONFIG,
             kind=ref.kind,
             namespace=ref.namespace,

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export = catalog_actions(subparsers).add_parser(
         "export-ctk", help="write an entry as a Chaos Toolkit experiment (JSON)"
     )
-    export.add_argument("entry_id", metavar="ENTRY_ID")
+    export.add_argument("catalog_id", metavar="CATALOG_ID")
     export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
     export.add_argument("--chaos-namespace", default="chaos-mesh", help="where chaos objects go")
     export.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
@@ -58,9 +58,9 @@ def baseline_object(entry: Entry, *, namespace: str, root: Path) -> Json | None:
 def export_ctk_command(args: argparse.Namespace) -> int:
     root: Path = args.root or default_root()
     catalog = load_catalog(root=root)
-    entry = catalog.by_id.get(args.entry_id)
+    entry = catalog.by_id.get(args.catalog_id)
     if entry is None:
-        raise CatalogError(f"ENTRY_ID = {args.entry_id!r}: no such catalog entry")
+        raise CatalogError(f"CATALOG_ID = {args.catalog_id!r}: no such catalog entry")
     topology = load_topology(entry.app, root=root)
     document = experiment(
         entry,

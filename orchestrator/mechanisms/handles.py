@@ -24,7 +24,7 @@ class Handle(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     fault_id: str
-    entry_id: str
+    catalog_id: str
     mechanism: Mechanism
     kind: str
     namespace: str

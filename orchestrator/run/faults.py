@@ -59,7 +59,7 @@ class FaultDriver:
     failed_reverts: dict[str, str] = field(default_factory=dict)
 
     def inject(self, activation: Activation) -> LiveFault | None:
-        entry = self.catalog.by_id[activation.entry_id]
+        entry = self.catalog.by_id[activation.catalog_id]
         fault_id = fault_id_of(activation)
         scope = tuple(sorted(self.catalog.scope(entry)))
         t = self.now_s()

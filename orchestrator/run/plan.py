@@ -54,8 +54,8 @@ class RunPlan:
     def namespace(self) -> str:
         return self.topology.namespace
 
-    def entry(self, entry_id: str) -> Entry:
-        return self.catalog.by_id[entry_id]
+    def entry(self, catalog_id: str) -> Entry:
+        return self.catalog.by_id[catalog_id]
 
 
 def make_plan(config: RunConfig, *, root: Path | None = None) -> RunPlan:

@@ -108,7 +108,7 @@ def open_session(
         journal.append(manifest_of(config, plan, run_id=run_id, command=command))
         for a in plan.schedule.activations:
             journal.append(
-                ScheduleRecord(index=a.index, at_s=a.at_s, duration_s=a.duration_s, catalog_id=a.entry_id)
+                ScheduleRecord(index=a.index, at_s=a.at_s, duration_s=a.duration_s, catalog_id=a.catalog_id)
             )
         world = _start_world(config, run_dir)
         stack.callback(world.stop)

@@ -20,8 +20,8 @@ def _catalog(app: str = OB) -> Catalog:
     return load_catalog(app)
 
 
-def _entry(entry_id: str = "ob-cart-redis-port") -> Entry:
-    return _catalog().by_id[entry_id]
+def _entry(catalog_id: str = "ob-cart-redis-port") -> Entry:
+    return _catalog().by_id[catalog_id]
 
 
 def test_an_entry_whose_message_appears_with_server_errors_is_admitted_for_that_reason() -> None:

@@ -172,7 +172,7 @@ def _ledger_of_a_vanished_cluster(tmp_path: Path) -> Path:
         ledger.Target(kubeconfig=str(kubeconfig), namespace="online-boutique", chaos_namespace="chaos-mesh")
     )
     for n in (1, 2):
-        book.planned(Handle(fault_id=f"f00{n}", entry_id="ob-x", mechanism="config", kind="Deployment",
+        book.planned(Handle(fault_id=f"f00{n}", catalog_id="ob-x", mechanism="config", kind="Deployment",
                             namespace="online-boutique", name="cartservice"))  # fmt: skip
         book.applied(f"f00{n}")
     book.close()

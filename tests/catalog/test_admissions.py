@@ -35,18 +35,18 @@ def _catalog(app: str = OB) -> Catalog:
     return load_catalog(app)
 
 
-def _entry(entry_id: str = "ob-cart-redis-port") -> Entry:
-    return _catalog().by_id[entry_id]
+def _entry(catalog_id: str = "ob-cart-redis-port") -> Entry:
+    return _catalog().by_id[catalog_id]
 
 
 def _file(*records: AdmissionRecord) -> AdmissionFile:
     return AdmissionFile(app=OB, procedure=PROCEDURE, entries=records)
 
 
-def _record(entry_id: str, *, admitted: bool = True, content_hash: str | None = None) -> AdmissionRecord:
-    entry = _entry(entry_id)
+def _record(catalog_id: str, *, admitted: bool = True, content_hash: str | None = None) -> AdmissionRecord:
+    entry = _entry(catalog_id)
     return AdmissionRecord(
-        id=entry_id,
+        id=catalog_id,
         content_hash=content_hash or entry.content_hash(),
         admitted=admitted,
         reasons=("server errors 12.0/min >= 4",) if admitted else ("no screening criterion",),

@@ -138,7 +138,7 @@ def test_the_new_apps_catalog_loads_with_its_scope_and_a_schedule_draws_from_it(
     params = ScheduleParams(fault_count=6, injection_period_s=1800, observation_period_s=600)
     schedule = plan_schedule(app=APP, entries=catalog.entries, seed=4, params=params)
     assert schedule.activations
-    assert {activation.entry_id for activation in schedule.activations} == {"ts-kv-pod-kill"}
+    assert {activation.catalog_id for activation in schedule.activations} == {"ts-kv-pod-kill"}
     assert plan_schedule(app=APP, entries=catalog.entries, seed=4, params=params) == schedule
 
 

@@ -102,8 +102,8 @@ def world(twin: RunningTwin, prom: PrometheusServer, tmp_path: Path) -> Iterator
         made.close()
 
 
-def _entry(entry_id: str) -> Entry:
-    return load_catalog(OB).by_id[entry_id]
+def _entry(catalog_id: str) -> Entry:
+    return load_catalog(OB).by_id[catalog_id]
 
 
 def _injected(world: World, entry: Entry, fault_id: str) -> Injected:
@@ -129,21 +129,21 @@ def _differences(before: Any, after: Any, path: str = "") -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("entry_id", "workload"),
+    ("catalog_id", "workload"),
     [("ob-frontend-cart-divide-by-zero", "frontend"), ("ob-cart-redis-port", "cartservice")],
 )
 def test_a_code_or_config_fault_shows_its_symptom_and_its_revert_restores_the_deployment_exactly(
-    world: World, entry_id: str, workload: str
+    world: World, catalog_id: str, workload: str
 ) -> None:
-    entry = _entry(entry_id)
+    entry = _entry(catalog_id)
     before = copy.deepcopy(world.deployment(workload))
-    _injected(world, entry, f"{entry_id}-t")
+    _injected(world, entry, f"{catalog_id}-t")
     changed = _differences(before, world.deployment(workload))
     assert changed, "the injection changed nothing"
     world.twin.advance(180)
     assert world.unhealthy(entry)
     assert world.printed(entry, seconds=180)
-    assert world.applier.revert(f"{entry_id}-t") == "reverted"
+    assert world.applier.revert(f"{catalog_id}-t") == "reverted"
     assert _differences(before, world.deployment(workload)) == []
     world.twin.advance(180)
     assert not world.unhealthy(entry)

@@ -59,9 +59,9 @@ book = Ledger(Path(journal))
 book.open(Target(kubeconfig=kubeconfig, namespace="online-boutique", chaos_namespace="chaos-mesh"))
 applier = Applier(ctx=ctx, ledger=book)
 catalog = load_catalog("online-boutique")
-for number, entry_id in enumerate(ids):
-    result = applier.inject(catalog.by_id[entry_id], fault_id=f"f{number}")
-    print(("injected " if isinstance(result, Injected) else "failed ") + entry_id, flush=True)
+for number, catalog_id in enumerate(ids):
+    result = applier.inject(catalog.by_id[catalog_id], fault_id=f"f{number}")
+    print(("injected " if isinstance(result, Injected) else "failed ") + catalog_id, flush=True)
 while True:  # the run goes on until it is killed
     settle()
 """
@@ -115,7 +115,7 @@ def test_recover_after_kill_9_restores_every_object_and_leaves_no_chaos(tmp_path
             os.kill(runner.pid, signal.SIGKILL)
             runner.wait(timeout=30)
             assert runner.returncode == -signal.SIGKILL
-            assert seen == [f"injected {entry_id}" for entry_id in FAULTS[:KILL_AFTER]]
+            assert seen == [f"injected {catalog_id}" for catalog_id in FAULTS[:KILL_AFTER]]
             assert _state(kube) != before, "the killed run left nothing to recover"
             assert _chaos_objects(kube)
 

@@ -27,7 +27,7 @@ class FakeApplier:
     active: dict[str, Handle] = field(default_factory=dict)
 
     def inject(self, entry: Any, *, fault_id: str) -> Applied | InjectFailed:
-        handle = Handle(fault_id=fault_id, entry_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
+        handle = Handle(fault_id=fault_id, catalog_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
                         namespace="online-boutique", name=entry.target, field="image", pre_value="img:1",
                         injected_value="img:2")  # fmt: skip
         if entry.id in self.failing:
@@ -64,10 +64,10 @@ def _driver(applier: FakeApplier) -> tuple[FaultDriver, list[Record], list[RunEv
     return driver, records, events.seen
 
 
-def _activation(index: int, entry_id: str) -> Activation:
-    entry = CATALOG.by_id[entry_id]
+def _activation(index: int, catalog_id: str) -> Activation:
+    entry = CATALOG.by_id[catalog_id]
     return Activation(
-        index=index, arrival=index, at_s=240, duration_s=360, entry_id=entry_id, category=entry.category,
+        index=index, arrival=index, at_s=240, duration_s=360, catalog_id=catalog_id, category=entry.category,
         mechanism=str(entry.mechanism), target=entry.target,
     )  # fmt: skip
 

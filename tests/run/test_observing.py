@@ -59,10 +59,10 @@ def test_the_inbox_history_reads_back_through_the_agents_parser_latest_state_win
 def test_the_oracle_truth_is_what_the_oracle_reads() -> None:
     catalog = load_catalog("online-boutique")
     entry = catalog.entries[0]
-    handle = Handle(fault_id="f004", entry_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
+    handle = Handle(fault_id="f004", catalog_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
                     namespace="online-boutique", name=entry.target)  # fmt: skip
     activation = Activation(
-        index=4, arrival=4, at_s=240, duration_s=360, entry_id=entry.id, category=entry.category,
+        index=4, arrival=4, at_s=240, duration_s=360, catalog_id=entry.id, category=entry.category,
         mechanism=str(entry.mechanism), target=entry.target,
     )  # fmt: skip
     fault = LiveFault("f004", activation, entry, handle, 245.0, tuple(sorted(catalog.scope(entry))))
@@ -82,19 +82,19 @@ def test_the_oracle_truth_is_what_the_oracle_reads() -> None:
 def test_only_a_fault_that_heals_by_itself_is_one_shot_for_the_oracle() -> None:
     catalog = load_catalog("online-boutique")
     kinds = {}
-    for entry_id in ("ob-cart-container-kill", "ob-cart-redis-partition"):
-        entry = catalog.by_id[entry_id]
-        handle = Handle(fault_id="f1", entry_id=entry.id, mechanism=entry.mechanism, kind="PodChaos",
+    for catalog_id in ("ob-cart-container-kill", "ob-cart-redis-partition"):
+        entry = catalog.by_id[catalog_id]
+        handle = Handle(fault_id="f1", catalog_id=entry.id, mechanism=entry.mechanism, kind="PodChaos",
                         namespace="chaos-mesh", name="f1")  # fmt: skip
         activation = Activation(
-            index=1, arrival=1, at_s=120, duration_s=240, entry_id=entry.id, category=entry.category,
+            index=1, arrival=1, at_s=120, duration_s=240, catalog_id=entry.id, category=entry.category,
             mechanism=str(entry.mechanism), target=entry.target,
         )  # fmt: skip
         fault = LiveFault("f1", activation, entry, handle, 120.0, tuple(sorted(catalog.scope(entry))))
         (seen,) = Truth.model_validate(
             oracle_truth([fault], now_s=120.0, grace_s=120.0, namespace="ob")
         ).faults
-        kinds[entry_id] = seen.one_shot
+        kinds[catalog_id] = seen.one_shot
     assert kinds == {"ob-cart-container-kill": True, "ob-cart-redis-partition": False}
 
 
