@@ -41,5 +41,5 @@ def test_query_metrics_answers_instant_and_range_queries_in_schedule_time(tmp_pa
             assert [t for t, _ in frontend["points"]] == [120.0, 150.0, 180.0, 210.0, 240.0]
             assert all(v is not None and v > 0 for _, v in frontend["points"])
             wrong: Any = caller.call("query_metrics", {"query": "sum(("})
-            assert wrong["error"]["type"] == "TelemetryError"
+            assert wrong["error"]["type"] == "QueryRejected"  # Prometheus refused the PromQL
         querier.close()
