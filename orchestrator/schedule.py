@@ -20,7 +20,7 @@ from orchestrator.errors import Problem, ScheduleError
 from orchestrator.rng import derive
 
 # Bump whenever the same inputs would produce a different schedule, so old hashes never match new plans.
-SCHEDULE_VERSION = 2
+SCHEDULE_VERSION = 3
 
 _WHERE = "schedule parameters"
 
@@ -209,11 +209,12 @@ def plan_schedule(
 
     Arrivals follow the ramped intensity; each is moved to the first invocation boundary at or after it
     (inside the injection period) and its revert to the first boundary at or after its drawn duration
-    (clipped to the run end), because the schedule clock only advances by invocation. A category is drawn
-    with production weights over the categories present, then a compatible entry in it uniformly; a
-    category with no compatible entry is dropped and the draw repeated. An arrival that finds no compatible
-    entry, or ``max_concurrent`` faults active, drifts to the next boundary and tries again; one that is
-    still not placed at the last boundary of the injection period is recorded as skipped.
+    (clipped to the run end), because the schedule clock only advances by invocation. Each arrival draws
+    its category once, with production weights over the categories present, then a compatible entry in
+    that category uniformly. An arrival that finds no compatible entry in its category, or
+    ``max_concurrent`` faults active, keeps its category and drifts to the next boundary to try again (so
+    the injected mix keeps the production proportions); one that is still not placed at the last boundary
+    of the injection period is recorded as skipped.
     """
     seed = check_seed(seed)
     params = params or ScheduleParams()
@@ -266,6 +267,7 @@ def _place(
     for arrival, time_s in enumerate(times):
         # Drawn for every arrival, placed or not, so one skip does not shift the durations of the rest.
         drawn = durations_rng.uniform(params.min_duration_s, params.max_duration_s)
+        category = draw_category(categories_rng, base_weights)
         at_s = min(_boundary_at_or_after(time_s, params.delta_s), last_boundary)
         reason = ""
         while at_s <= last_boundary:
@@ -278,14 +280,13 @@ def _place(
             else:
                 busy_ids = {a.catalog_id for a in overlapping}
                 busy_keys = frozenset().union(*(keys[a.catalog_id] for a in overlapping))
-                compatible = {
-                    e.id for e in entries if e.id not in busy_ids and keys[e.id].isdisjoint(busy_keys)
-                }
-                chosen = _draw_entry(
-                    categories_rng, entries_rng, by_category=by_category, weights=base_weights,
-                    compatible=compatible,
-                )  # fmt: skip
-                if chosen is not None:
+                candidates = [
+                    e
+                    for e in by_category[category]
+                    if e.id not in busy_ids and keys[e.id].isdisjoint(busy_keys)
+                ]
+                if candidates:
+                    chosen = candidates[entries_rng.randrange(len(candidates))]
                     placed.append(
                         Activation(
                             index=0, arrival=arrival, at_s=at_s, duration_s=end_s - at_s,
@@ -315,26 +316,6 @@ def _conflict_keys(entry: Entry, *, exclusive_culprits: bool) -> frozenset[str]:
     if exclusive_culprits:
         keys |= {f"culprit:{service}" for service in entry.culprits}
     return keys
-
-
-def _draw_entry(
-    categories_rng: random.Random,
-    entries_rng: random.Random,
-    *,
-    by_category: Mapping[Category, list[Entry]],
-    weights: Mapping[Category, float],
-    compatible: set[str],
-) -> Entry | None:
-    # Dropping a category with nothing compatible keeps the others in their production proportions, and
-    # bounds the redraws by the number of categories.
-    remaining = dict(weights)
-    while remaining:
-        category = draw_category(categories_rng, remaining)
-        candidates = [e for e in by_category[category] if e.id in compatible]
-        if candidates:
-            return candidates[entries_rng.randrange(len(candidates))]
-        del remaining[category]
-    return None
 
 
 def _fixed(value: Any) -> Any:

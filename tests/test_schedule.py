@@ -12,6 +12,7 @@ from orchestrator.catalog.faults import CATEGORY_WEIGHTS, Category
 from orchestrator.errors import ScheduleError
 from orchestrator.rng import derive
 from orchestrator.schedule import (
+    SCHEDULE_VERSION,
     Activation,
     Schedule,
     ScheduleParams,
@@ -77,7 +78,7 @@ def test_the_json_is_canonical_with_sorted_keys_and_no_spaces() -> None:
         "arrival", "at_s", "catalog_id", "category", "duration_s", "end_s", "index", "mechanism", "target",
     ]  # fmt: skip
     assert record["params"]["ramp"] == 4.0
-    assert record["version"] == 2
+    assert record["version"] == SCHEDULE_VERSION == 3
     assert record["params"]["exclusive_culprits"] is True
 
 
@@ -88,6 +89,29 @@ def test_category_draws_follow_the_production_weights() -> None:
     total_weight = sum(CATEGORY_WEIGHTS.values())
     for category, weight in CATEGORY_WEIGHTS.items():
         assert abs(draws[category] / 20_000 - weight / total_weight) < 0.01, category
+
+
+def test_an_arrival_keeps_the_category_it_drew_when_it_drifts() -> None:
+    # Every arrival draws its category once, in arrival order; a crowded category makes it wait or be
+    # skipped, never turn into another category, so the injected mix keeps the production proportions.
+    # One service with code, so its categories compete for it (one culprit at a time).
+    crowded = fixture_entries(services=("cartservice",))
+    schedule = plan_schedule(app=APP, entries=crowded, seed=7, params=ScheduleParams(fault_count=60))
+    rng = derive(7, "schedule.categories")
+    weights = category_weights(e.category for e in crowded)
+    drawn = [draw_category(rng, weights) for _ in range(60)]
+    drifted = [a for a in schedule.activations if a.at_s > _boundary(schedule, a.arrival)]
+    assert drifted and schedule.skipped  # the service was busy: some arrivals waited, some never fitted
+    assert [a.category for a in schedule.activations] == [drawn[a.arrival] for a in schedule.activations]
+
+
+def _boundary(schedule: Schedule, arrival: int) -> int:
+    """The boundary an arrival would take with nothing in its way."""
+    params = schedule.params
+    times = arrival_times(derive(schedule.seed, "schedule.arrivals"), count=params.fault_count,
+                          period_s=params.injection_period_s, ramp=params.ramp)  # fmt: skip
+    at_s = -(-times[arrival] // params.delta_s) * params.delta_s
+    return int(min(at_s, params.injection_period_s - params.delta_s))
 
 
 def test_category_weights_are_renormalised_over_the_categories_present() -> None:
