@@ -19,7 +19,7 @@ from types import TracebackType
 import httpx
 
 from orchestrator.errors import ClusterError, ConfigError
-from orchestrator.twin.kubeconfig import Credentials, read_credentials
+from orchestrator.twin.apiserver.kubeconfig import Credentials, read_credentials
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0

@@ -18,16 +18,16 @@ from orchestrator.catalog.loading import default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Topology
 from orchestrator.errors import ConfigError
-from orchestrator.twin import metrics
 from orchestrator.twin.clock import STEP_SECONDS, ClockMode, RealtimeDriver, StepClock
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.model.engine import AppModel
 from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.state import Snapshot, ViewCache, snapshot
+from orchestrator.twin.observe import metrics
+from orchestrator.twin.observe.telemetry import SCRAPE_SECONDS, Telemetry
 from orchestrator.twin.resources import BY_PLURAL, CHAOS_TYPES
 from orchestrator.twin.runtime import ModelRuntime
-from orchestrator.twin.telemetry import SCRAPE_SECONDS, Telemetry
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -190,9 +190,11 @@ class Twin:
     def build_app(self, *, token: str) -> FastAPI:
         """The Kubernetes API of the cluster plus the twin's own routes (advance, status, traces), all
         but the public-info paths for holders of the bearer ``token`` only."""
-        from orchestrator.twin.api import build_app  # the API server is heavy; import only when serving
-        from orchestrator.twin.control import control_router
-        from orchestrator.twin.traces import router
+        from orchestrator.twin.apiserver.app import (
+            build_app,  # the API server is heavy; import only when serving
+        )
+        from orchestrator.twin.apiserver.control import control_router
+        from orchestrator.twin.observe.traces import router
 
         app = build_app(self.cluster, token=token)
         app.include_router(control_router(self))

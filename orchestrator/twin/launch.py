@@ -13,10 +13,10 @@ from pathlib import Path
 
 from orchestrator.errors import ConfigError
 from orchestrator.serving import LocalServer, serve_locally
+from orchestrator.twin.apiserver.certificates import issue
+from orchestrator.twin.apiserver.kubeconfig import Credentials, new_token, write_kubeconfig
 from orchestrator.twin.boot import Twin
-from orchestrator.twin.certificates import issue
 from orchestrator.twin.clock import ClockMode
-from orchestrator.twin.kubeconfig import Credentials, new_token, write_kubeconfig
 
 START_TIMEOUT = 30.0
 

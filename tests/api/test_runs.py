@@ -20,8 +20,8 @@ from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.cluster.client import KubeClient
 from orchestrator.run.events import Finished, Injected, Started
-from orchestrator.twin.certificates import issue
-from orchestrator.twin.kubeconfig import Credentials, write_kubeconfig
+from orchestrator.twin.apiserver.certificates import issue
+from orchestrator.twin.apiserver.kubeconfig import Credentials, write_kubeconfig
 from tests.api.bundles import pending_in_ledger, unpack, unreverted
 from tests.api.cluster import separate_cluster
 from tests.api.live import AUTH, Server, events, start_run, wait_ended

@@ -42,7 +42,7 @@ from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.ledger import Ledger, Target
 from orchestrator.mechanisms.handles import Context
-from orchestrator.twin.kubeconfig import read_credentials
+from orchestrator.twin.apiserver.kubeconfig import read_credentials
 
 url, kubeconfig, journal, *ids = sys.argv[1:]
 credentials = read_credentials(Path(kubeconfig))

@@ -20,7 +20,7 @@ from orchestrator.run.config import RunConfig, make_config
 from orchestrator.run.events import Boundary, RunEvent
 from orchestrator.run.plan import make_plan
 from orchestrator.run.runner import RunResult, run_marathon
-from orchestrator.twin.kubeconfig import read_credentials
+from orchestrator.twin.apiserver.kubeconfig import read_credentials
 from tests.processes import running_with, unique_sleep
 
 pytestmark = [

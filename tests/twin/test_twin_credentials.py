@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from orchestrator.cluster.client import KubeClient, ObjectRef
-from orchestrator.twin.kubeconfig import read_credentials
+from orchestrator.twin.apiserver.kubeconfig import read_credentials
 from orchestrator.twin.launch import RunningTwin, start_twin
 from tests.twin.api.test_authentication import OLD_TOKEN, UNAUTHORIZED
 from tests.twin.twin_support import OB

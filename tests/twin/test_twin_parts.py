@@ -9,9 +9,9 @@ import pytest
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.clock import StepClock
 from orchestrator.twin.model.spans import Span, Trace
+from orchestrator.twin.observe.telemetry import EPOCH_MS, Telemetry, timestamp_ms
+from orchestrator.twin.observe.traces import EPOCH_US, jaeger_trace
 from orchestrator.twin.runtime import ModelRuntime
-from orchestrator.twin.telemetry import EPOCH_MS, Telemetry, timestamp_ms
-from orchestrator.twin.traces import EPOCH_US, jaeger_trace
 from tests.twin.model.worlds import (
     OB_APP,
     chaos,

@@ -8,7 +8,7 @@ import pytest
 from orchestrator.catalog.apps import app_names
 from orchestrator.catalog.topology import Topology
 from orchestrator.twin.boot import Twin
-from orchestrator.twin.metrics import Sample
+from orchestrator.twin.observe.metrics import Sample
 from orchestrator.vocabulary.series import CADVISOR, EXPORTERS, KUBE_STATE_METRICS, SPAN_METRICS, series_names
 
 DECLARED = {series.name: set(series.labels) for series in SPAN_METRICS + KUBE_STATE_METRICS + CADVISOR}

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from orchestrator.twin.kubeconfig import read_credentials
+from orchestrator.twin.apiserver.kubeconfig import read_credentials
 from orchestrator.twin.launch import start_twin
 
 pytestmark = pytest.mark.slow

@@ -15,10 +15,10 @@ from typing import Any
 import uvicorn
 
 from orchestrator.catalog.topology import Node
-from orchestrator.twin.api import build_app
-from orchestrator.twin.certificates import issue
+from orchestrator.twin.apiserver.app import build_app
+from orchestrator.twin.apiserver.certificates import issue
+from orchestrator.twin.apiserver.kubeconfig import Credentials, new_token, write_kubeconfig
 from orchestrator.twin.cluster import Cluster
-from orchestrator.twin.kubeconfig import Credentials, new_token, write_kubeconfig
 from orchestrator.twin.runtime_protocol import ContainerVerdict
 
 NAMESPACE = "shop"

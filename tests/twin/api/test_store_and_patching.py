@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.patching import json_patch, merge_patch, strategic_merge_patch
+from orchestrator.twin.apiserver.patching import json_patch, merge_patch, strategic_merge_patch
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
 from orchestrator.twin.store import DEPLOYMENTS, NAMESPACES, Store
 from tests.twin.api.support import NAMESPACE, deployment

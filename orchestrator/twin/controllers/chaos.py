@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from orchestrator.twin.controllers.workloads import object_key
 from orchestrator.twin.resources import CHAOS_TYPES
 from orchestrator.twin.selectors import selector_from_match
 from orchestrator.twin.store import PODS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339
-from orchestrator.twin.workloads import object_key
 from orchestrator.vocabulary.chaos import in_effect, paused
 
 

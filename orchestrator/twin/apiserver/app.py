@@ -23,12 +23,12 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin import discovery
+from orchestrator.twin.apiserver import discovery
+from orchestrator.twin.apiserver.handlers import Route, dispatch, parse_route
+from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import Cluster
-from orchestrator.twin.handlers import Route, dispatch, parse_route
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
 from orchestrator.twin.store import Change
-from orchestrator.twin.tables import table, wants_table
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "application/apply-patch+yaml")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from orchestrator.twin.replicasets import pod_ready
+from orchestrator.twin.controllers.replicasets import pod_ready
+from orchestrator.twin.controllers.workloads import object_key
 from orchestrator.twin.selectors import labels_match, selector_from_match
 from orchestrator.twin.store import ENDPOINT_SLICES, ENDPOINTS, PODS, SERVICES, Obj, Store
 from orchestrator.twin.timefmt import rfc3339
-from orchestrator.twin.workloads import object_key
 
 
 def _target_port(port: Obj, pods: list[Obj]) -> int | None:

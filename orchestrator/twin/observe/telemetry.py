@@ -21,7 +21,7 @@ from functools import lru_cache
 from prometheus_remote_writer import RemoteWriter
 
 from orchestrator.errors import TelemetryError
-from orchestrator.twin.metrics import Labels, Sample
+from orchestrator.twin.observe.metrics import Labels, Sample
 from orchestrator.twin.timefmt import EPOCH
 
 # Prometheus' staleness marker: a NaN with this exact bit pattern ends a series at that timestamp.
@@ -74,7 +74,7 @@ class Telemetry:
                 max_series_per_request=MAX_SERIES_PER_REQUEST,
                 retries=2,
                 timeout=30.0,
-                logger=logging.getLogger("orchestrator.twin.telemetry"),
+                logger=logging.getLogger("orchestrator.twin.observe.telemetry"),
             )
 
     @property

@@ -8,9 +8,8 @@ changes, so a quiet cluster costs a verdict call per container per step and noth
 from __future__ import annotations
 
 from orchestrator.rng import derive
-from orchestrator.twin.events import EventRecorder
-from orchestrator.twin.logs import LogBook
-from orchestrator.twin.podstate import (
+from orchestrator.twin.controllers.events import EventRecorder
+from orchestrator.twin.controllers.podstate import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     BACKOFF_RESET_S,
@@ -25,11 +24,12 @@ from orchestrator.twin.podstate import (
     probe_ready,
     terminated_state,
 )
+from orchestrator.twin.controllers.scheduling import NodeSlot, Scheduler, slots
+from orchestrator.twin.controllers.workloads import object_key
+from orchestrator.twin.observe.logs import LogBook
 from orchestrator.twin.runtime_protocol import ContainerVerdict, PodRuntime
-from orchestrator.twin.scheduling import NodeSlot, Scheduler, slots
 from orchestrator.twin.store import NODES, PODS, Obj, Store
 from orchestrator.twin.timefmt import rfc3339
-from orchestrator.twin.workloads import object_key
 from orchestrator.vocabulary.quantities import go_duration
 
 

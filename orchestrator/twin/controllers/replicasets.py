@@ -6,10 +6,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from orchestrator.twin.events import EventRecorder
+from orchestrator.twin.controllers.events import EventRecorder
+from orchestrator.twin.controllers.workloads import group_by_owner, object_key, owner_reference
 from orchestrator.twin.store import PODS, REPLICASETS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339
-from orchestrator.twin.workloads import group_by_owner, object_key, owner_reference
 
 DeletePod = Callable[[Obj, float], None]
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.twin.events import EventRecorder
-from orchestrator.twin.store import DEPLOYMENTS, PODS, REPLICASETS, Obj, Store
-from orchestrator.twin.workloads import (
+from orchestrator.twin.controllers.events import EventRecorder
+from orchestrator.twin.controllers.workloads import (
     DESIRED,
     HASH_LABEL,
     MAX_REPLICAS,
@@ -34,6 +33,7 @@ from orchestrator.twin.workloads import (
     unavailable_of,
     without_hash,
 )
+from orchestrator.twin.store import DEPLOYMENTS, PODS, REPLICASETS, Obj, Store
 
 
 class WorkloadControllers:

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.twin.events import EventRecorder
-from orchestrator.twin.podstate import SCHEDULING_EVENT_EVERY_S, qos_class
+from orchestrator.twin.controllers.events import EventRecorder
+from orchestrator.twin.controllers.podstate import SCHEDULING_EVENT_EVERY_S, qos_class
+from orchestrator.twin.controllers.workloads import controller_uid
 from orchestrator.twin.store import NODES, PODS, Store
 from orchestrator.twin.timefmt import rfc3339
-from orchestrator.twin.workloads import controller_uid
 from orchestrator.vocabulary.quantities import parse_quantity
 
 Obj = dict[str, Any]

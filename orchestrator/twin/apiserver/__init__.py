@@ -1,0 +1,1 @@
+"""The twin's Kubernetes API server: routes, authentication, validation, patching, discovery, tables."""

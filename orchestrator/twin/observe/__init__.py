@@ -1,0 +1,1 @@
+"""What the twin lets one observe: container logs, Prometheus metrics, telemetry sampling and traces."""
