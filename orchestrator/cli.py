@@ -21,7 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "orchestrator.schedule_commands",
     "orchestrator.bundle.commands",
     "orchestrator.score.commands",
-    "orchestrator.cluster.commands",
+    "orchestrator.mechanisms.commands",
     "orchestrator.twin.commands",
     "orchestrator.telemetry.commands",
     "orchestrator.run.commands",

@@ -355,7 +355,7 @@ def schedule_to_json(schedule: Schedule) -> str:
 
 
 @dataclass(frozen=True)
-class Concurrency:
+class ConcurrencyProfile:
     """Simultaneously active faults, time-weighted over the whole run and over the injection period.
 
     ``steps`` is the step series ``(time_s, active)``: ``active`` holds from ``time_s`` to the next step.
@@ -371,8 +371,8 @@ class Concurrency:
     steps: tuple[tuple[int, int], ...]
 
 
-def concurrency(schedule: Schedule) -> Concurrency:
-    """Concurrency statistics of a schedule (no side effects)."""
+def concurrency(schedule: Schedule) -> ConcurrencyProfile:
+    """ConcurrencyProfile statistics of a schedule (no side effects)."""
     delta: dict[int, int] = {0: 0}
     for a in schedule.activations:
         delta[a.at_s] = delta.get(a.at_s, 0) + 1
@@ -388,7 +388,7 @@ def concurrency(schedule: Schedule) -> Concurrency:
     average_run, peak_run = _window(steps, run_end)
     average_injection, peak_injection = _window(steps, injection_end)
     reasons = [s.reason for s in schedule.skipped]
-    return Concurrency(
+    return ConcurrencyProfile(
         average_run=average_run,
         peak_run=peak_run,
         average_injection=average_injection,

@@ -11,7 +11,7 @@ from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.topology import PublishedConcurrency
 from orchestrator.errors import Problem, ScheduleError
 from orchestrator.schedule import (
-    Concurrency,
+    ConcurrencyProfile,
     Schedule,
     ScheduleParams,
     canonical_json,
@@ -128,7 +128,7 @@ def report(
     return render_table(schedule, stats, published)
 
 
-def report_json(schedule: Schedule, stats: Concurrency, published: PublishedConcurrency | None) -> str:
+def report_json(schedule: Schedule, stats: ConcurrencyProfile, published: PublishedConcurrency | None) -> str:
     record = {
         "schedule": schedule_to_record(schedule),
         "concurrency": dataclasses.asdict(stats),
@@ -142,7 +142,9 @@ def clock(seconds: int) -> str:
     return f"{seconds // 60:02d}:{seconds % 60:02d}"
 
 
-def render_table(schedule: Schedule, stats: Concurrency, published: PublishedConcurrency | None) -> str:
+def render_table(
+    schedule: Schedule, stats: ConcurrencyProfile, published: PublishedConcurrency | None
+) -> str:
     params = schedule.params
     arrivals = len(schedule.activations) + len(schedule.skipped)
     lines = [

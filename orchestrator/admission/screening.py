@@ -22,12 +22,12 @@ from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Meas
 from orchestrator.catalog.faults import ConfigFault, Entry
 from orchestrator.catalog.loading import Catalog
 from orchestrator.catalog.topologies import load_topology
-from orchestrator.cluster.applying import Applier, InjectFailed
 from orchestrator.cluster.client import KubeClient
 from orchestrator.cluster.fields import read_field
-from orchestrator.cluster.ledger import Ledger, Target
 from orchestrator.errors import OrchestratorError, RevertError
+from orchestrator.mechanisms.applying import Applier, InjectFailed
 from orchestrator.mechanisms.handles import Context, Handle
+from orchestrator.mechanisms.ledger import Ledger, Target
 from orchestrator.mechanisms.registry import artifact_restored
 from orchestrator.telemetry.observing import Observer
 from orchestrator.telemetry.querying import PrometheusQuerier

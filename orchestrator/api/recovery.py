@@ -17,10 +17,10 @@ from pathlib import Path
 
 from orchestrator.bundle.journal import STREAM_SUFFIX, genesis_hash, scan_stream
 from orchestrator.bundle.seal import is_sealed, read_manifest
-from orchestrator.cluster import ledger
-from orchestrator.cluster.applying import revert_handle
 from orchestrator.cluster.client import KubeClient
 from orchestrator.errors import ClusterError, OrchestratorError, RevertError
+from orchestrator.mechanisms import ledger
+from orchestrator.mechanisms.applying import revert_handle
 from orchestrator.mechanisms.handles import Context
 from orchestrator.run.finishing import BUNDLE_DIR, seal
 from orchestrator.run.setup import LEDGER_FILE

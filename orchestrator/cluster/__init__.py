@@ -1,1 +1,1 @@
-"""The Kubernetes seam: the official-client adapter and the fault mechanisms (rollout, patch, chaos)."""
+"""The Kubernetes seam: the official-client adapter, field paths into objects, and running Chaos Toolkit."""

@@ -15,9 +15,8 @@ from typing import get_args
 from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
 from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import Catalog
-from orchestrator.cluster.applying import Applier
-from orchestrator.cluster.applying import Injected as Applied
 from orchestrator.errors import OrchestratorError, RevertError
+from orchestrator.mechanisms.applying import Applied, Applier
 from orchestrator.mechanisms.handles import Handle, RevertOutcome
 from orchestrator.run.events import Failed, Injected, Reverted, RunEventHandler
 from orchestrator.schedule import Activation

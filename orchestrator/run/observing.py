@@ -25,17 +25,17 @@ from orchestrator.bundle.records import (
     RuleHealth,
     ServiceSample,
 )
-from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
+from orchestrator.catalog.faults import SymptomProbe
 from orchestrator.cluster.client import KubeClient, NotFound
 from orchestrator.errors import ClusterError
 from orchestrator.mechanisms.handles import Handle
 from orchestrator.mechanisms.registry import artifact_restored
 from orchestrator.run.events import Alert, RunEventHandler
 from orchestrator.run.faults import LiveFault
-from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
+from orchestrator.telemetry.alerts import EvaluatedAlert
 from orchestrator.telemetry.evaluating import RuleFailure
 from orchestrator.telemetry.observing import Observer
-from orchestrator.telemetry.probes import HealthyWhen, SymptomProbe
+from orchestrator.telemetry.probes import HealthyWhen, ProbeQuery
 
 PROBE_WORKERS = 4
 
@@ -75,9 +75,9 @@ def inbox_entry(record: AlertRecord) -> dict[str, Any]:
     return record.model_dump(mode="json", exclude={"v", "kind"})
 
 
-def probe_of(probe: CatalogProbe, namespace: str) -> SymptomProbe:
+def probe_of(probe: SymptomProbe, namespace: str) -> ProbeQuery:
     """The catalog's probe with ``$namespace`` substituted, as the telemetry probe model (no side effects)."""
-    return SymptomProbe(
+    return ProbeQuery(
         query=probe.query.replace("$namespace", namespace),
         healthy=HealthyWhen(op=probe.healthy.op, value=probe.healthy.value),
     )
@@ -124,7 +124,7 @@ class Recorder:
     firing: dict[str, AlertRecord] = field(default_factory=dict)
     service_until: float = 0.0
     _probe_until: dict[str, float] = field(default_factory=dict)
-    _probes: dict[str, SymptomProbe] = field(default_factory=dict)
+    _probes: dict[str, ProbeQuery] = field(default_factory=dict)
     _rule_failures_journaled: int = 0
 
     def observe(self, faults: Sequence[LiveFault], *, until: float) -> None:
@@ -229,11 +229,11 @@ class Recorder:
         self._probes[fault.fault_id] = probe_of(fault.entry.probe, self.observer.namespace)
 
     def _sample_probes(
-        self, spans: Sequence[tuple[str, float, SymptomProbe]], until: float
+        self, spans: Sequence[tuple[str, float, ProbeQuery]], until: float
     ) -> list[tuple[str, float, list[ProbeSample]]]:
         """Probe samples of each fault on the grid since its last sample, up to ``until``."""
 
-        def sample(span: tuple[str, float, SymptomProbe]) -> list[ProbeSample]:
+        def sample(span: tuple[str, float, ProbeQuery]) -> list[ProbeSample]:
             return [
                 ProbeSample(fault_id=span[0], t=result.at, value=result.value, healthy=result.healthy)
                 for result in self.observer.probe(span[2], after=span[1], until=until)

@@ -15,9 +15,9 @@ from typing import Any
 
 from orchestrator.bundle.journal import Journal
 from orchestrator.bundle.records import Price, RunManifest, ScheduleRecord
-from orchestrator.cluster.applying import Applier
-from orchestrator.cluster.ledger import Ledger, Target
+from orchestrator.mechanisms.applying import Applier
 from orchestrator.mechanisms.handles import Context
+from orchestrator.mechanisms.ledger import Ledger, Target
 from orchestrator.run.config import RunConfig
 from orchestrator.run.events import RunEventHandler
 from orchestrator.run.faults import FaultDriver

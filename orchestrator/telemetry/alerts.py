@@ -139,7 +139,7 @@ def _expand(rule: AlertRule, sample: Sample) -> tuple[LabelSet, LabelSet]:
     return tuple(sorted((k, v) for k, v in labels.items() if v != "")), annotations
 
 
-class AlertRecord(BaseModel):
+class EvaluatedAlert(BaseModel):
     """One line of the append-only alert history: an alert started firing, or resolved.
 
     ``starts_at`` is when it started firing (``active_at`` when its condition first held), ``ends_at`` is
@@ -166,13 +166,13 @@ def alert_id(rule: str, labels: LabelSet, *, starts_at: float) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def record_of(transition: Transition) -> AlertRecord | None:
+def record_of(transition: Transition) -> EvaluatedAlert | None:
     """The history record a transition produces: firing and resolved ones do, pending ones do not."""
     alert = transition.alert
     if transition.kind not in ("firing", "resolved") or alert.fired_at is None:
         return None
     value = alert.value if math.isfinite(alert.value) else None
-    return AlertRecord(
+    return EvaluatedAlert(
         id=alert_id(transition.rule, alert.labels, starts_at=alert.fired_at),
         rule=transition.rule,
         state="firing" if transition.kind == "firing" else "resolved",
@@ -185,10 +185,10 @@ def record_of(transition: Transition) -> AlertRecord | None:
     )
 
 
-def latest_records(history: Sequence[AlertRecord]) -> list[AlertRecord]:
+def latest_records(history: Sequence[EvaluatedAlert]) -> list[EvaluatedAlert]:
     """The last record of each alert in an append-only history, in the order the alerts first appeared:
     what an agent's alert view shows (no side effects)."""
-    latest: dict[str, AlertRecord] = {}
+    latest: dict[str, EvaluatedAlert] = {}
     for record in history:
         latest[record.id] = record
     return list(latest.values())

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from orchestrator.errors import QueryRejected, TelemetryError
 from orchestrator.telemetry.alerts import (
     ActiveAlert,
-    AlertRecord,
+    EvaluatedAlert,
     RuleEvaluationError,
     RuleState,
     Sample,
@@ -24,7 +24,7 @@ from orchestrator.telemetry.alerts import (
     record_of,
     step,
 )
-from orchestrator.telemetry.querying import Querier, Series
+from orchestrator.telemetry.querying import Querier, RangeSeries
 from orchestrator.telemetry.rules import AlertRule, RulePack
 
 
@@ -40,7 +40,7 @@ class RuleFailure:
 
 
 @dataclass(frozen=True)
-class RuleHealth:
+class RuleTally:
     """How many evaluation windows of one rule there were so far, and how many of them failed."""
 
     rule: str
@@ -60,7 +60,7 @@ def evaluation_times(*, after: float, until: float, interval: float) -> list[flo
     return [k * step_ms / 1000 for k in range(first, last + 1)]
 
 
-def vectors_by_time(series: Sequence[Series], times: Sequence[float]) -> list[list[Sample]]:
+def vectors_by_time(series: Sequence[RangeSeries], times: Sequence[float]) -> list[list[Sample]]:
     """Regroup a range-query matrix into the instant vector at each of ``times`` (no side effects)."""
     index = {round(t * 1000): i for i, t in enumerate(times)}
     vectors: list[list[Sample]] = [[] for _ in times]
@@ -86,12 +86,12 @@ class AlertEvaluator:
         self._states = [RuleState() for _ in pack.rules]
         self._windows = [0] * len(pack.rules)
         self._failed_windows = [0] * len(pack.rules)
-        self._history: list[AlertRecord] = []
+        self._history: list[EvaluatedAlert] = []
         self.transitions: list[Transition] = []
         self.failures: list[RuleFailure] = []  # one per failed window, in the order they were evaluated
 
     @property
-    def history(self) -> list[AlertRecord]:
+    def history(self) -> list[EvaluatedAlert]:
         """Every record so far, in the order they happened."""
         return list(self._history)
 
@@ -103,15 +103,15 @@ class AlertEvaluator:
             for alert in state.active.values()
         ]
 
-    def health(self) -> list[RuleHealth]:
+    def health(self) -> list[RuleTally]:
         """Every rule's windows and failed windows so far, in the pack's order."""
         counts = zip(self.pack.rules, self._windows, self._failed_windows, strict=True)
         return [
-            RuleHealth(rule=rule.name, group=rule.group, evaluations=windows, failures=failed)
+            RuleTally(rule=rule.name, group=rule.group, evaluations=windows, failures=failed)
             for rule, windows, failed in counts
         ]
 
-    def evaluate(self, *, until: float) -> list[AlertRecord]:
+    def evaluate(self, *, until: float) -> list[EvaluatedAlert]:
         """Evaluate every rule at each of its evaluation times since the previous call, up to ``until``;
         return the records this adds to the history (alerts that started firing or resolved)."""
         jobs = []
@@ -148,7 +148,7 @@ class AlertEvaluator:
         self._failed_windows[i] += 1
         self.failures.append(failure)
 
-    def _query(self, rule: AlertRule, times: list[float]) -> list[Series] | RuleFailure:
+    def _query(self, rule: AlertRule, times: list[float]) -> list[RangeSeries] | RuleFailure:
         try:
             return self._querier.range(rule.expr, start=times[0], end=times[-1], step=rule.interval)
         except QueryRejected as exc:  # what the server said, not where it listens: equal runs, equal words

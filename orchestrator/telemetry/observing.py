@@ -14,17 +14,17 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from orchestrator.telemetry.alerts import AlertRecord
+from orchestrator.telemetry.alerts import EvaluatedAlert
 from orchestrator.telemetry.evaluating import AlertEvaluator
 from orchestrator.telemetry.probes import (
+    ProbeQuery,
     ProbeResult,
-    ServiceSample,
-    SymptomProbe,
+    ServiceReading,
     fraction,
     judge,
     service_queries,
 )
-from orchestrator.telemetry.querying import Querier, Series
+from orchestrator.telemetry.querying import Querier, RangeSeries
 from orchestrator.telemetry.rules import RulePack
 
 
@@ -37,7 +37,7 @@ def grid(after: float, until: float, step: float) -> list[float]:
     return [k * step_ms / 1000 for k in range(first, last + 1)]
 
 
-def by_time(series: Sequence[Series], *, origin: float) -> dict[float, list[float]]:
+def by_time(series: Sequence[RangeSeries], *, origin: float) -> dict[float, list[float]]:
     """Values of a range result grouped by schedule time (ms-rounded), series in label order."""
     values: dict[float, list[float]] = {}
     for one in sorted(series, key=lambda s: sorted(s.labels.items())):
@@ -67,11 +67,11 @@ class Observer:
     def __post_init__(self) -> None:
         self.evaluator = AlertEvaluator(self.rules, self.querier, start=self.origin_epoch_s + self.start_s)
 
-    def alerts(self, *, until: float) -> list[AlertRecord]:
+    def alerts(self, *, until: float) -> list[EvaluatedAlert]:
         """Evaluate the rule pack up to schedule time ``until``; the alert states this adds (Unix times)."""
         return self.evaluator.evaluate(until=self.origin_epoch_s + until)
 
-    def service(self, *, after: float, until: float) -> list[ServiceSample]:
+    def service(self, *, after: float, until: float) -> list[ServiceReading]:
         """q, e and l of the entry point at each grid time in (after, until], from four range queries."""
         times = grid(after, until, self.step_s)
         if not times:
@@ -88,7 +88,7 @@ class Observer:
             value = {name: _first(found.get(round(t, 3))) for name, found in results.items()}
             q = value["q"]
             samples.append(
-                ServiceSample(
+                ServiceReading(
                     at=t,
                     namespace=self.namespace,
                     service=self.entry_point,
@@ -99,7 +99,7 @@ class Observer:
             )
         return samples
 
-    def probe(self, probe: SymptomProbe, *, after: float, until: float) -> list[ProbeResult]:
+    def probe(self, probe: ProbeQuery, *, after: float, until: float) -> list[ProbeResult]:
         """The probe's verdict at each grid time in (after, until], from one range query; a value that is not
         finite is reported as no value."""
         times = grid(after, until, self.step_s)
@@ -121,7 +121,7 @@ class Observer:
         )
         return self._scalar(queries["q"], at=at), self._scalar(queries["failed"], at=at)
 
-    def _range(self, query: str, times: list[float]) -> list[Series]:
+    def _range(self, query: str, times: list[float]) -> list[RangeSeries]:
         start, end = self.origin_epoch_s + times[0], self.origin_epoch_s + times[-1]
         return self.querier.range(query, start=start, end=end, step=self.step_s)
 

@@ -37,7 +37,7 @@ class HealthyWhen(BaseModel):
     value: float
 
 
-class SymptomProbe(BaseModel):
+class ProbeQuery(BaseModel):
     """A PromQL query and its healthy condition; ``no_data`` says what an empty result means."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,7 +56,7 @@ class ProbeResult:
     healthy: bool
 
 
-def judge(probe: SymptomProbe, values: list[float], *, at: float) -> ProbeResult:
+def judge(probe: ProbeQuery, values: list[float], *, at: float) -> ProbeResult:
     """The verdict for the values a probe's query returned (no side effects).
 
     NaN values (e.g. 0/0 when a service gets no traffic) count as no data. With several series the probe is
@@ -70,7 +70,7 @@ def judge(probe: SymptomProbe, values: list[float], *, at: float) -> ProbeResult
     return ProbeResult(at=at, value=(failing or present)[0], healthy=not failing)
 
 
-def evaluate_probe(querier: Querier, probe: SymptomProbe, *, at: float) -> ProbeResult:
+def evaluate_probe(querier: Querier, probe: ProbeQuery, *, at: float) -> ProbeResult:
     """Run ``probe`` at time ``at`` and judge it. Side effects: one Prometheus query."""
     samples = querier.instant(probe.query, at=at)
     ordered = sorted(samples, key=lambda s: sorted(s.labels.items()))
@@ -78,7 +78,7 @@ def evaluate_probe(querier: Querier, probe: SymptomProbe, *, at: float) -> Probe
 
 
 @dataclass(frozen=True)
-class ServiceSample:
+class ServiceReading:
     """q (requests/s), e (failed fraction) and l (fraction slower than 2.5 s) of one service at ``at``."""
 
     at: float
@@ -104,7 +104,7 @@ def service_queries(*, namespace: str, service: str, window: str) -> dict[str, s
 
 def measure_service(
     querier: Querier, *, namespace: str, service: str, at: float, window: str = "2m"
-) -> ServiceSample:
+) -> ServiceReading:
     """q, e and l of ``service`` over ``window`` ending at ``at``; no traffic gives q = e = l = 0.
     Side effects: four Prometheus queries."""
     values: dict[str, float] = {}
@@ -114,7 +114,7 @@ def measure_service(
     q = values["q"]
     e = fraction(values["failed"], q)
     slow = fraction(values["total"] - values["fast"], values["total"])
-    return ServiceSample(at=at, namespace=namespace, service=service, q=q, e=e, l=slow)
+    return ServiceReading(at=at, namespace=namespace, service=service, q=q, e=e, l=slow)
 
 
 def fraction(part: float, whole: float) -> float:

@@ -23,7 +23,7 @@ MAX_POINTS_PER_QUERY = 10_000  # Prometheus refuses range queries over 11,000 po
 
 
 @dataclass(frozen=True)
-class Series:
+class RangeSeries:
     """One series of a range query: its labels and its (time, value) points in time order."""
 
     labels: dict[str, str]
@@ -35,7 +35,7 @@ class Querier(Protocol):
 
     def instant(self, query: str, *, at: float) -> list[Sample]: ...
 
-    def range(self, query: str, *, start: float, end: float, step: float) -> list[Series]: ...
+    def range(self, query: str, *, start: float, end: float, step: float) -> list[RangeSeries]: ...
 
 
 class PrometheusQuerier:
@@ -62,7 +62,7 @@ class PrometheusQuerier:
             Sample(labels=dict(item["metric"]), value=_number(item["value"][1], query)) for item in result
         ]
 
-    def range(self, query: str, *, start: float, end: float, step: float) -> list[Series]:
+    def range(self, query: str, *, start: float, end: float, step: float) -> list[RangeSeries]:
         """``query`` evaluated at ``start``, ``start + step``, ... up to ``end``; long spans are split so no
         request exceeds Prometheus' point limit."""
         if step <= 0 or end < start:
@@ -77,7 +77,7 @@ class PrometheusQuerier:
                 points = [(float(t), _number(v, query)) for t, v in item["values"]]
                 merged.setdefault(key, []).extend(points)
             lo = hi + step
-        return [Series(labels=dict(key), points=tuple(points)) for key, points in sorted(merged.items())]
+        return [RangeSeries(labels=dict(key), points=tuple(points)) for key, points in sorted(merged.items())]
 
     def label_values(
         self, label: str, *, match: Sequence[str] = (), start: float | None = None, end: float | None = None

@@ -14,15 +14,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from orchestrator.catalog.topology import Node
-from orchestrator.twin.apiserver import defaults
-from orchestrator.twin.apiserver.discovery import KUBERNETES_VERSION
+from orchestrator.twin import defaults
 from orchestrator.twin.controllers.chaos import ChaosStatusController
 from orchestrator.twin.controllers.deployments import WorkloadControllers
 from orchestrator.twin.controllers.endpoints import EndpointsController
 from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.lifecycle import Kubelet
 from orchestrator.twin.controllers.replicasets import ReplicaSetController
-from orchestrator.twin.observe.logs import LogBook
+from orchestrator.twin.logbook import LogBook
+from orchestrator.twin.resources import KUBERNETES_VERSION
 from orchestrator.twin.runtime_protocol import PodRuntime
 from orchestrator.twin.store import (
     DEPLOYMENTS,

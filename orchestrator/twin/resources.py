@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_KIND, CHAOS_VERSION, CRD_KINDS
 
+KUBERNETES_VERSION = "v1.31.4"  # the version whose API the twin serves and whose kubelet it reports
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 READ_VERBS = ("get", "list", "watch")
 

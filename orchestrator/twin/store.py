@@ -16,10 +16,10 @@ from typing import Any
 
 from orchestrator.errors import ApiStatusError
 from orchestrator.rng import derive
-from orchestrator.twin.apiserver.validation import validate, validate_update
 from orchestrator.twin.resources import ResourceType, by_kind, by_plural
 from orchestrator.twin.selectors import Requirement, labels_match
 from orchestrator.twin.timefmt import rfc3339
+from orchestrator.twin.validation import validate, validate_update
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects

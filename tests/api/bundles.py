@@ -9,7 +9,7 @@ from pathlib import Path
 import zstandard
 
 from orchestrator.bundle.reader import read_bundle
-from orchestrator.cluster import ledger
+from orchestrator.mechanisms import ledger
 
 
 def unpack(data: bytes, into: Path) -> Path:

@@ -41,8 +41,8 @@ from orchestrator.api.runs import (
     request_field,
 )
 from orchestrator.cli import main
-from orchestrator.cluster import ledger
 from orchestrator.errors import ConfigError
+from orchestrator.mechanisms import ledger
 from orchestrator.mechanisms.handles import Handle
 from orchestrator.run.events import (
     EVENT_TYPES,

@@ -12,8 +12,8 @@ import pytest
 
 from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
-from orchestrator.cluster import ledger as ledger_module
 from orchestrator.cluster.client import CHAOS_GROUP, CHAOS_VERSION, KubeClient
+from orchestrator.mechanisms import ledger as ledger_module
 from orchestrator.twin.apiserver.kubeconfig import read_credentials
 from orchestrator.vocabulary.chaos import CRD_KINDS
 from tests.api.bundles import pending_in_ledger, unpack

@@ -14,11 +14,11 @@ from kubernetes import client as k8s
 from orchestrator.admission.observing import EPOCH_S, ClusterReader, Window
 from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import load_catalog
-from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient, ObjectRef
-from orchestrator.cluster.ledger import Ledger, Target
+from orchestrator.mechanisms.applying import Applied, Applier
 from orchestrator.mechanisms.handles import Context
-from orchestrator.telemetry.probes import SymptomProbe, evaluate_probe
+from orchestrator.mechanisms.ledger import Ledger, Target
+from orchestrator.telemetry.probes import ProbeQuery, evaluate_probe
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.server import PrometheusServer
 from orchestrator.twin.launch import RunningTwin
@@ -67,7 +67,7 @@ class World:
         return {"spec": found["spec"], "change-cause": cause}
 
     def unhealthy(self, entry: Entry) -> bool:
-        probe = SymptomProbe(
+        probe = ProbeQuery(
             query=entry.probe.query.replace("$namespace", OB),
             healthy=entry.probe.healthy.model_dump(),
         )
@@ -106,9 +106,9 @@ def _entry(catalog_id: str) -> Entry:
     return load_catalog(OB).by_id[catalog_id]
 
 
-def _injected(world: World, entry: Entry, fault_id: str) -> Injected:
+def _injected(world: World, entry: Entry, fault_id: str) -> Applied:
     result = world.applier.inject(entry, fault_id=fault_id)
-    assert isinstance(result, Injected), result
+    assert isinstance(result, Applied), result
     return result
 
 

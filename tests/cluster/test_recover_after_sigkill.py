@@ -38,9 +38,9 @@ from pathlib import Path
 import httpx
 
 from orchestrator.catalog.loading import load_catalog
-from orchestrator.cluster.applying import Applier, Injected
+from orchestrator.mechanisms.applying import Applier, Applied
 from orchestrator.cluster.client import KubeClient
-from orchestrator.cluster.ledger import Ledger, Target
+from orchestrator.mechanisms.ledger import Ledger, Target
 from orchestrator.mechanisms.handles import Context
 from orchestrator.twin.apiserver.kubeconfig import read_credentials
 
@@ -61,7 +61,7 @@ applier = Applier(ctx=ctx, ledger=book)
 catalog = load_catalog("online-boutique")
 for number, catalog_id in enumerate(ids):
     result = applier.inject(catalog.by_id[catalog_id], fault_id=f"f{number}")
-    print(("injected " if isinstance(result, Injected) else "failed ") + catalog_id, flush=True)
+    print(("injected " if isinstance(result, Applied) else "failed ") + catalog_id, flush=True)
 while True:  # the run goes on until it is killed
     settle()
 """

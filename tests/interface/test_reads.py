@@ -10,7 +10,8 @@ import pytest
 from orchestrator.bundle.records import AlertRecord, ToolCall
 from orchestrator.interface.calls import ToolCaller
 from orchestrator.telemetry.alerts import Sample
-from orchestrator.telemetry.querying import Series
+from orchestrator.telemetry.fake import FakeQuerier
+from orchestrator.telemetry.querying import RangeSeries
 from tests.interface.world import World
 
 
@@ -181,38 +182,27 @@ def test_get_alerts_filters_by_status_service_rule_and_time(shared_ob: World) ->
     shared_ob.alerts.clear()
 
 
-class _Querier:
-    """Answers like Prometheus would, and remembers the (epoch) times it was asked about."""
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[float, ...]] = []  # (at,) or (start, end, step)
-
-    def instant(self, query: str, *, at: float) -> list[Sample]:
-        self.asked.append((at,))
-        return [
+def test_query_metrics_converts_schedule_time_and_hides_hidden_namespaces(shared_ob: World) -> None:
+    origin = shared_ob.backend.origin_epoch_s
+    querier = FakeQuerier(
+        instants={"up": [
             Sample(labels={"namespace": "online-boutique", "service": "cart"}, value=1.5),
             Sample(labels={"namespace": "chaos-mesh"}, value=1.0),
             Sample(labels={"namespace": "online-boutique", "service": "nan"}, value=float("nan")),
-        ]
-
-    def range(self, query: str, *, start: float, end: float, step: float) -> list[Series]:
-        self.asked.append((start, end, step))
-        return [
-            Series(labels={"namespace": "online-boutique"}, points=((start, 1.0), (start + step, 2.0))),
-            Series(labels={"namespace": "monitoring"}, points=((start, 9.0),)),
-        ]
-
-
-def test_query_metrics_converts_schedule_time_and_hides_hidden_namespaces(shared_ob: World) -> None:
-    querier = _Querier()
+        ]},
+        ranges={"up": [
+            RangeSeries(labels={"namespace": "online-boutique"}, points=((origin, 1.0), (origin + 15, 2.0))),
+            RangeSeries(labels={"namespace": "monitoring"}, points=((origin, 9.0),)),
+        ]},
+    )  # fmt: skip
     backend = dataclasses.replace(shared_ob.backend, querier=querier)
     caller = ToolCaller(backend, shared_ob.records.append)
     instant = _ok(caller, "query_metrics", query="up")
-    assert querier.asked[-1] == tuple([backend.origin_epoch_s + shared_ob.t])
+    assert querier.instant_calls[-1] == ("up", origin + shared_ob.t)
     assert [s["labels"].get("service") for s in instant["series"]] == ["cart", "nan"]
     assert instant["series"][1]["value"] is None
     ranged = _ok(caller, "query_metrics", query="up", start_s=0, end_s=30, step_s=15)
-    assert querier.asked[-1] == (backend.origin_epoch_s, backend.origin_epoch_s + 30, 15)
+    assert querier.range_calls[-1] == ("up", origin, origin + 30, 15)
     assert ranged["series"] == [
         {"labels": {"namespace": "online-boutique"}, "points": [[0.0, 1.0], [15.0, 2.0]]}
     ]

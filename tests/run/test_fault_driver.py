@@ -7,9 +7,8 @@ from typing import Any
 
 from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
 from orchestrator.catalog.loading import load_catalog
-from orchestrator.cluster.applying import Applier, InjectFailed
-from orchestrator.cluster.applying import Injected as Applied
 from orchestrator.errors import RevertError
+from orchestrator.mechanisms.applying import Applied, Applier, InjectFailed
 from orchestrator.mechanisms.handles import Handle
 from orchestrator.run.events import Failed, Injected, Reverted, RunEvent
 from orchestrator.run.faults import FaultDriver, fault_id_of

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from orchestrator.agents.inputs import load_alerts
 from orchestrator.agents.oracle import Truth
-from orchestrator.catalog.faults import Healthy
-from orchestrator.catalog.faults import SymptomProbe as CatalogProbe
+from orchestrator.catalog.faults import Healthy, SymptomProbe
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.mechanisms.handles import Handle
 from orchestrator.run.faults import LiveFault
@@ -21,7 +20,7 @@ from orchestrator.run.observing import (
     write_json_atomically,
 )
 from orchestrator.schedule import Activation
-from orchestrator.telemetry.alerts import AlertRecord as EvaluatedAlert
+from orchestrator.telemetry.alerts import EvaluatedAlert
 
 ORIGIN = 1_767_225_600.0
 
@@ -100,7 +99,7 @@ def test_only_a_fault_that_heals_by_itself_is_one_shot_for_the_oracle() -> None:
 
 def test_a_catalog_probe_is_queried_with_the_run_namespace_substituted() -> None:
     probe = probe_of(
-        CatalogProbe(query='rate(x{namespace="$namespace"}[2m])', healthy=Healthy(op="<", value=0.5)), "shop"
+        SymptomProbe(query='rate(x{namespace="$namespace"}[2m])', healthy=Healthy(op="<", value=0.5)), "shop"
     )
     assert probe.query == 'rate(x{namespace="shop"}[2m])'
     assert (probe.healthy.op, probe.healthy.value) == ("<", 0.5)

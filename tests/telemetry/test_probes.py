@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from orchestrator.telemetry.probes import HealthyWhen, SymptomProbe, evaluate_probe, judge, measure_service
+from orchestrator.telemetry.probes import HealthyWhen, ProbeQuery, evaluate_probe, judge, measure_service
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.server import PrometheusServer
 from tests.telemetry.telemetry_support import labels, push, running_prometheus, steps
@@ -23,8 +23,8 @@ SERVER = {
 BUCKETS = ("1000", "2500", "5000", "+Inf")
 
 
-def probe(op: str, value: float, no_data: str = "healthy", query: str = "x") -> SymptomProbe:
-    return SymptomProbe.model_validate(
+def probe(op: str, value: float, no_data: str = "healthy", query: str = "x") -> ProbeQuery:
+    return ProbeQuery.model_validate(
         {"query": query, "healthy": {"op": op, "value": value}, "no_data": no_data}
     )
 
@@ -75,7 +75,7 @@ def test_no_data_counts_as_healthy_unless_the_probe_says_otherwise() -> None:
 
 def test_probe_definitions_are_validated() -> None:
     with pytest.raises(ValidationError):
-        SymptomProbe.model_validate({"query": "x", "healthy": {"op": "!=", "value": 1}})
+        ProbeQuery.model_validate({"query": "x", "healthy": {"op": "!=", "value": 1}})
     with pytest.raises(ValidationError):
         HealthyWhen.model_validate({"op": "<", "value": 1, "extra": 2})
 

@@ -16,10 +16,10 @@ import pytest
 
 from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import load_catalog
-from orchestrator.cluster.applying import Applier, Injected
 from orchestrator.cluster.client import KubeClient
-from orchestrator.cluster.ledger import Ledger, Target
+from orchestrator.mechanisms.applying import Applied, Applier
 from orchestrator.mechanisms.handles import Context
+from orchestrator.mechanisms.ledger import Ledger, Target
 from orchestrator.telemetry.evaluating import AlertEvaluator
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.rules import load_rule_pack
@@ -102,7 +102,7 @@ def _inject(twin: RunningTwin, entry: Entry, ledger_path: Path) -> tuple[Applier
     book.open(Target(kubeconfig=str(twin.kubeconfig), namespace=OB, chaos_namespace=CHAOS_NS))
     applier = Applier(ctx=ctx, ledger=book)
     result = applier.inject(entry, fault_id="f000")
-    assert isinstance(result, Injected), result
+    assert isinstance(result, Applied), result
     return applier, client
 
 

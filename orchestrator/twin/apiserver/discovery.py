@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.twin.resources import RESOURCE_TYPES, ResourceType
+from orchestrator.twin.resources import KUBERNETES_VERSION, RESOURCE_TYPES, ResourceType
 
-KUBERNETES_VERSION = "v1.31.4"
 _SUBRESOURCE_VERBS = {
     "status": ["get", "patch", "update"],
     "scale": ["get", "patch", "update"],

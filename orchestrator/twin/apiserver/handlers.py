@@ -15,12 +15,12 @@ from orchestrator.errors import ApiStatusError
 from orchestrator.twin.apiserver.patching import json_patch, merge_patch, strategic_merge_patch
 from orchestrator.twin.apiserver.subresources import pod_log, scale_of, set_scale
 from orchestrator.twin.apiserver.tables import table, wants_table
-from orchestrator.twin.apiserver.validation import validate, validate_update
 from orchestrator.twin.cluster import IMMORTAL_NAMESPACES, Cluster
 from orchestrator.twin.resources import RESOURCE_TYPES, ResourceType, by_plural
 from orchestrator.twin.selectors import parse_field_selector, parse_label_selector
 from orchestrator.twin.store import NAMESPACES, PODS, Obj
 from orchestrator.twin.timefmt import rfc3339
+from orchestrator.twin.validation import validate, validate_update
 
 _PATCH_TYPES = (
     "application/json-patch+json",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.apiserver.validation import Cause, invalid, raise_invalid
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.store import PODS, Obj, conflict
 from orchestrator.twin.timefmt import parse_rfc3339
+from orchestrator.twin.validation import Cause, invalid, raise_invalid
 
 if TYPE_CHECKING:
     from orchestrator.twin.apiserver.handlers import Route

@@ -26,7 +26,7 @@ from orchestrator.twin.controllers.podstate import (
 )
 from orchestrator.twin.controllers.scheduling import NodeSlot, Scheduler, slots
 from orchestrator.twin.controllers.workloads import object_key
-from orchestrator.twin.observe.logs import LogBook
+from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.runtime_protocol import ContainerVerdict, PodRuntime
 from orchestrator.twin.store import NODES, PODS, Obj, Store
 from orchestrator.twin.timefmt import rfc3339

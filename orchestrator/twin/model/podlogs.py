@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from orchestrator.catalog.topology import Call, Service, Topology
 from orchestrator.rng import derive
+from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.model import messages
 from orchestrator.twin.model.chaos import Effects
 from orchestrator.twin.model.state import PodView, Snapshot
 from orchestrator.twin.model.symptoms import MIB, Reach
-from orchestrator.twin.observe.logs import LogBook
 from orchestrator.twin.timefmt import EPOCH
 
 if TYPE_CHECKING:

@@ -1,1 +1,1 @@
-"""What the twin lets one observe: container logs, Prometheus metrics, telemetry sampling and traces."""
+"""What the twin lets one observe beyond the API: Prometheus metrics, telemetry sampling and traces."""

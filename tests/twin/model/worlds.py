@@ -10,11 +10,11 @@ import yaml
 
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Topology
+from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.model.engine import AppModel
 from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.state import Snapshot, snapshot
-from orchestrator.twin.observe.logs import LogBook
 
 ROOT = Path(__file__).resolve().parents[3]
 OB_APP = "online-boutique"

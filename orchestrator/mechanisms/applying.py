@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orchestrator.catalog.faults import Entry
-from orchestrator.cluster.ledger import Ledger
 from orchestrator.errors import OrchestratorError, RevertError
 from orchestrator.mechanisms.handles import Context, Handle, RevertOutcome
+from orchestrator.mechanisms.ledger import Ledger
 from orchestrator.mechanisms.registry import MECHANISMS, mechanism_of
 
 
 @dataclass(frozen=True)
-class Injected:
+class Applied:
     handle: Handle
 
 
@@ -32,7 +32,7 @@ class Applier:
     revert_attempts: int = 4
     active: dict[str, Handle] = field(default_factory=dict)
 
-    def inject(self, entry: Entry, *, fault_id: str) -> Injected | InjectFailed:
+    def inject(self, entry: Entry, *, fault_id: str) -> Applied | InjectFailed:
         mechanism = mechanism_of(entry)
         try:
             handle = mechanism.plan(entry, self.ctx, fault_id=fault_id)
@@ -48,7 +48,7 @@ class Applier:
             self.revert(fault_id)
             return InjectFailed(fault_id, str(exc), handle)
         self.ledger.applied(fault_id)
-        return Injected(handle)
+        return Applied(handle)
 
     def revert(self, fault_id: str) -> RevertOutcome:
         """Revert one active fault, retrying with backoff; raise ``RevertError`` when it cannot."""

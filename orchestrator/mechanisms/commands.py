@@ -6,10 +6,10 @@ import argparse
 import time
 from pathlib import Path
 
-from orchestrator.cluster import ledger
-from orchestrator.cluster.applying import revert_handle
 from orchestrator.cluster.client import KubeClient
 from orchestrator.errors import RevertError
+from orchestrator.mechanisms import ledger
+from orchestrator.mechanisms.applying import revert_handle
 from orchestrator.mechanisms.handles import Context
 
 
