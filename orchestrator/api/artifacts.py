@@ -49,7 +49,7 @@ def packed_bundle(row: RunRow) -> Path:
 def _baseline(row: RunRow) -> Bundle | None:
     """The no-action baseline the run was scored against, when it was and is still cached."""
     config = RunConfig.model_validate(row.config)
-    if not config.baseline or config.backend != "twin":
+    if not config.against_baseline:
         return None
     try:
         key = baseline_key(config, make_plan(config))

@@ -66,11 +66,8 @@ def config_for(request: RunRequest, *, home: Path, runs_root: Path) -> RunConfig
     """The runner's configuration of an API request; ``ConfigError`` names every bad field (no side
     effects: the run directory is only named here)."""
     overrides = request.schedule.model_dump(exclude_none=True)
-    clock = request.clock or ("realtime" if request.backend == "kube" else "stepped")
-    delta = overrides.get("delta_s", 120)
-    overrides.setdefault("budget_s", min(110.0, max(1.0, delta - 10.0)))
     return make_config(
-        app=request.app, seed=request.seed, agent=request.agent, backend=request.backend, clock=clock,
+        app=request.app, seed=request.seed, agent=request.agent, backend=request.backend, clock=request.clock,
         speed=request.speed, kubeconfig=Path(request.kubeconfig) if request.kubeconfig else None,
         prometheus_url=request.prometheus_url, baseline=request.baseline, model_url=request.model_url,
         token_budget=request.token_budget, out=home / RUN_DIR, runs_root=runs_root, quiet=True, **overrides,

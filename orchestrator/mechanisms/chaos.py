@@ -141,20 +141,25 @@ def _where(handle: Handle) -> Json:
     return {"group": CHAOS_GROUP, "version": CHAOS_VERSION, "plural": plural, "ns": handle.namespace}
 
 
+def _direct_handle(entry: ChaosFault, *, fault_id: str, namespace: str, name: str) -> Handle:
+    """The handle of a chaos action carried out directly (no chaos object): what it acted on."""
+    return Handle(
+        fault_id=fault_id,
+        catalog_id=entry.id,
+        mechanism=Mechanism.CHAOS,
+        kind=entry.inject.kind,
+        namespace=namespace,
+        name=name,
+    )
+
+
 class TerminatePods:
     """Every pod of the target is deleted at once; its controller brings them back, so nothing is reverted."""
 
     def handle(
         self, entry: ChaosFault, *, fault_id: str, namespace: str, chaos_namespace: str, node: str
     ) -> Handle:
-        return Handle(
-            fault_id=fault_id,
-            catalog_id=entry.id,
-            mechanism=Mechanism.CHAOS,
-            kind=entry.inject.kind,
-            namespace=namespace,
-            name=entry.target,
-        )
+        return _direct_handle(entry, fault_id=fault_id, namespace=namespace, name=entry.target)
 
     def method(self, handle: Handle, entry: ChaosFault, *, namespace: str) -> list[Json]:
         arguments = {
@@ -184,14 +189,7 @@ class DrainNode:
     def handle(
         self, entry: ChaosFault, *, fault_id: str, namespace: str, chaos_namespace: str, node: str
     ) -> Handle:
-        return Handle(
-            fault_id=fault_id,
-            catalog_id=entry.id,
-            mechanism=Mechanism.CHAOS,
-            kind=entry.inject.kind,
-            namespace=namespace,
-            name=node,
-        )
+        return _direct_handle(entry, fault_id=fault_id, namespace=namespace, name=node)
 
     def method(self, handle: Handle, entry: ChaosFault, *, namespace: str) -> list[Json]:
         return [python_action("cordon-node", "chaosk8s.node.actions", "cordon_node", self._node(handle))]

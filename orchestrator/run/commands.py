@@ -138,17 +138,14 @@ def _located(error: ConfigError, where: dict[str, Where]) -> ConfigError:
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The run configuration from the command line; ``ConfigError`` names every bad value."""
-    clock = args.clock or ("realtime" if args.backend == "kube" else "stepped")
-    budget = args.budget if args.budget is not None else min(110.0, max(1.0, args.delta - 10.0))
     options, where = agent_options_from_args(args)
     try:
-        return _make_config(args, clock=clock, budget=budget, options=options)
+        return _make_config(args, options=options)
     except ConfigError as exc:
         raise _located(exc, where) from None
 
 
-def _make_config(args: argparse.Namespace, *, clock: str, budget: float, options: dict[str, object]
-                 ) -> RunConfig:  # fmt: skip
+def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> RunConfig:
     return make_config(
         app=args.app,
         seed=args.seed,
@@ -156,11 +153,11 @@ def _make_config(args: argparse.Namespace, *, clock: str, budget: float, options
         agent_cmd=args.agent_cmd,
         agent_options=options,
         backend=args.backend,
-        clock=clock,
+        clock=args.clock,
         speed=args.speed,
         faults=args.faults,
         delta_s=args.delta,
-        budget_s=budget,
+        budget_s=args.budget,
         injection_period_s=args.injection_period,
         observation_period_s=args.observation_period,
         max_concurrent=args.max_concurrent,

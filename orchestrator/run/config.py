@@ -96,6 +96,21 @@ class RunConfig(BaseModel):
     sandboxed: bool = True  # False only when asked for (--unsandboxed); recorded in the bundle and score
     agent_paths: tuple[Path, ...] = ()  # more read-only paths the agent sees in its sandbox
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_defaults(cls, data: Any) -> Any:
+        """The defaults that follow from other fields, chosen here once for the CLI and the control plane:
+        a real cluster's clock is realtime and the twin's stepped; the budget is Δ less 10 s, in 1-110 s."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if data.get("clock") is None:
+            data["clock"] = "realtime" if data.get("backend") == "kube" else "stepped"
+        delta = data.get("delta_s", 120)
+        if data.get("budget_s") is None and isinstance(delta, int | float) and not isinstance(delta, bool):
+            data["budget_s"] = min(110.0, max(1.0, float(delta) - 10.0))
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
         problems = _problems(self)
@@ -111,6 +126,18 @@ class RunConfig(BaseModel):
         if self.agent is not None:
             return self.agent
         return Path(shlex.split(self.agent_cmd or "agent")[0]).name
+
+    @property
+    def reproducible(self) -> bool:
+        """On the stepped twin the same configuration gives the same bundle data, so the run id holds no
+        wall time; anywhere else the world moves while the agent runs."""
+        return self.backend == "twin" and self.clock == "stepped"
+
+    @property
+    def against_baseline(self) -> bool:
+        """A scored run on the twin is compared with the no-action run of the same schedule; a real
+        cluster cannot replay one."""
+        return self.role == "scored" and self.baseline and self.backend == "twin"
 
     @property
     def options_for_agent(self) -> dict[str, OptionValue]:

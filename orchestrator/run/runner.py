@@ -116,7 +116,7 @@ def run_marathon(
     stop = stop or threading.Event()
     command = preflight(config)
     plan = make_plan(config)
-    unique = "" if config.backend == "twin" and config.clock == "stepped" else datetime.now(UTC).isoformat()
+    unique = "" if config.reproducible else datetime.now(UTC).isoformat()
     run_id = run_identity(
         config,
         versions=plan.versions,
@@ -189,7 +189,7 @@ def _seal_what_was_written(run_dir: Path) -> None:
 
 
 def _baseline(config: RunConfig, plan: RunPlan) -> BaselineJob | None:
-    if config.role != "scored" or not config.baseline or config.backend != "twin":
+    if not config.against_baseline:
         return None
     return start_baseline(config, plan)
 

@@ -215,12 +215,11 @@ class Session:
             )
         )  # fmt: skip
         # Evidence of repair must come after the agent acted: the artifacts are read once the world has
-        # moved one sample step past the invocation (a frozen world is moved; a live one already has).
+        # moved one sample step past the invocation (a world that stood still is moved; a live one has).
         live = self._live()
         if live:
-            if self.world.frozen:
-                target = min(end_s + self.config.sample_step_s, float((k + 1) * self.config.delta_s))
-                with self._phase("advance"):
-                    self.world.advance_to(target, stop=self.stop)
+            target = min(end_s + self.config.sample_step_s, float((k + 1) * self.config.delta_s))
+            with self._phase("advance"):
+                self.world.catch_up(target, stop=self.stop)
             with self._phase("artifacts"):
                 self.recorder.artifacts(live, t=self.world.now_s())

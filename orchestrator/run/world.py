@@ -34,7 +34,6 @@ WARMUP_LIMIT_S = 1800.0
 class World(Protocol):
     kubeconfig: Path
     prometheus: PrometheusServer
-    frozen: bool  # True when nothing moves while the agent runs (the stepped twin)
 
     @property
     def origin_epoch_s(self) -> float:
@@ -49,6 +48,10 @@ class World(Protocol):
 
     def settle(self) -> None: ...
 
+    def catch_up(self, t_s: float, *, stop: threading.Event) -> None:
+        """After an invocation: move a world that stood still while the agent ran on to ``t_s``; a live
+        world has moved by itself."""
+
     def begin(self) -> None:
         """Start the clock (once everything else of the run is ready)."""
 
@@ -59,7 +62,8 @@ class World(Protocol):
 
 @dataclass
 class TwinWorld:
-    """A twin in this process pushing to a Prometheus started for the run.
+    """A twin in this process pushing to a Prometheus started for the run; its clock is chosen once, by the
+    subclass: ``SteppedTwinWorld`` or ``RealtimeTwinWorld``.
 
     ``offset_s`` is the twin's own time at schedule time 0: the warm-up before it (``warm_up``).
     """
@@ -67,7 +71,6 @@ class TwinWorld:
     running: RunningTwin
     prometheus: PrometheusServer
     kubeconfig: Path
-    frozen: bool
     offset_s: float = 0.0
     _client: KubeClient | None = field(default=None, repr=False)
 
@@ -78,13 +81,6 @@ class TwinWorld:
     @property
     def traces_url(self) -> str | None:
         return self.running.url
-
-    def begin(self) -> None:
-        # The twin is served stepped and frozen at time 0 until the run is ready; a realtime run's world
-        # starts moving only now, so schedule time 0 is the start of the loop, not of the setup.
-        if not self.frozen and self.running.twin.mode != "realtime":
-            self.running.twin.mode = "realtime"
-            self.running.twin.start_clock()
 
     def now_s(self) -> float:
         return self.running.twin.now - self.offset_s
@@ -113,25 +109,6 @@ class TwinWorld:
         self.offset_s = self.running.twin.now
         return self.offset_s - started
 
-    def advance_to(self, t_s: float, *, stop: threading.Event) -> float:
-        """Stepped: move the world to ``t_s`` (not back: injections may have settled it past).
-        Realtime: wait until the world's own clock has reached ``t_s`` or ``stop`` is set."""
-        if self.frozen:
-            if t_s > self.now_s():
-                self.running.advance(t_s - self.now_s())
-            return self.now_s()
-        while self.now_s() < t_s and not stop.is_set():
-            self._check_clock()
-            stop.wait(REALTIME_POLL_S)
-        return self.now_s()
-
-    def settle(self) -> None:
-        if self.frozen:
-            self.running.advance(STEP_SECONDS)
-        else:
-            self._check_clock()
-            time.sleep(REALTIME_SETTLE_S)
-
     def client(self) -> KubeClient:
         if self._client is None:
             self._client = KubeClient.from_kubeconfig(self.kubeconfig)
@@ -151,7 +128,55 @@ class TwinWorld:
             self.prometheus.stop()
 
 
-def start_twin_world(*, app: str, seed: int, run_dir: Path, clock: str, speed: float) -> TwinWorld:
+@dataclass
+class SteppedTwinWorld(TwinWorld):
+    """The twin stands still unless the runner moves it: nothing happens while the agent runs."""
+
+    def begin(self) -> None:
+        return None  # the runner moves the twin; there is no clock to start
+
+    def advance_to(self, t_s: float, *, stop: threading.Event) -> float:
+        """Move the world to ``t_s`` (not back: injections may have settled it past)."""
+        if t_s > self.now_s():
+            self.running.advance(t_s - self.now_s())
+        return self.now_s()
+
+    def catch_up(self, t_s: float, *, stop: threading.Event) -> None:
+        self.advance_to(t_s, stop=stop)
+
+    def settle(self) -> None:
+        self.running.advance(STEP_SECONDS)
+
+
+@dataclass
+class RealtimeTwinWorld(TwinWorld):
+    """The twin's own clock runs from ``begin`` on, while the agent runs too."""
+
+    def begin(self) -> None:
+        # The twin is served stepped and frozen at time 0 until the run is ready; a realtime run's world
+        # starts moving only now, so schedule time 0 is the start of the loop, not of the setup.
+        if self.running.twin.mode != "realtime":
+            self.running.twin.mode = "realtime"
+            self.running.twin.start_clock()
+
+    def advance_to(self, t_s: float, *, stop: threading.Event) -> float:
+        """Wait until the world's own clock has reached ``t_s`` or ``stop`` is set."""
+        while self.now_s() < t_s and not stop.is_set():
+            self._check_clock()
+            stop.wait(REALTIME_POLL_S)
+        return self.now_s()
+
+    def catch_up(self, t_s: float, *, stop: threading.Event) -> None:
+        return None  # the world moved by itself while the agent ran
+
+    def settle(self) -> None:
+        self._check_clock()
+        time.sleep(REALTIME_SETTLE_S)
+
+
+def start_twin_world(
+    *, app: str, seed: int, run_dir: Path, clock: str, speed: float
+) -> SteppedTwinWorld | RealtimeTwinWorld:
     """Start the run's Prometheus on a fresh TSDB under ``run_dir`` and the twin remote-writing to it."""
     prometheus = start_prometheus(run_dir)
     try:
@@ -166,9 +191,8 @@ def start_twin_world(*, app: str, seed: int, run_dir: Path, clock: str, speed: f
     except BaseException:
         prometheus.stop()
         raise
-    world = TwinWorld(
-        running=running, prometheus=prometheus, kubeconfig=running.kubeconfig, frozen=clock == "stepped"
-    )
+    kind = SteppedTwinWorld if clock == "stepped" else RealtimeTwinWorld
+    world = kind(running=running, prometheus=prometheus, kubeconfig=running.kubeconfig)
     try:
         world.warm_up()
     except BaseException:
@@ -196,7 +220,6 @@ class KubeWorld:
     origin_epoch_s: float
     _origin_monotonic: float
     traces_url: str | None = None
-    frozen: bool = False
     _client: KubeClient | None = field(default=None, repr=False)
 
     def now_s(self) -> float:
@@ -209,6 +232,9 @@ class KubeWorld:
 
     def settle(self) -> None:
         time.sleep(REALTIME_SETTLE_S)
+
+    def catch_up(self, t_s: float, *, stop: threading.Event) -> None:
+        return None  # a real cluster moved by itself while the agent ran
 
     def begin(self) -> None:
         return None  # a real cluster's clock always runs; schedule time counts from the connection

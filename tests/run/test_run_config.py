@@ -110,3 +110,16 @@ def test_the_code_digest_changes_with_any_source_byte(tmp_path: Path) -> None:
     before = code_digest.__wrapped__(tmp_path)
     (tmp_path / "a.py").write_text("x = 2\n")
     assert code_digest.__wrapped__(tmp_path) != before
+
+
+def test_the_clock_and_the_budget_default_from_the_backend_and_delta(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\n")
+    twin = _config(clock=None, budget_s=None)
+    assert (twin.clock, twin.budget_s, twin.reproducible) == ("stepped", 110.0, True)
+    kube = _config(backend="kube", kubeconfig=kubeconfig, prometheus_url="http://127.0.0.1:9", clock=None)
+    assert (kube.clock, kube.reproducible, kube.against_baseline) == ("realtime", False, False)
+    assert _config(delta_s=60).budget_s == 50.0
+    assert _config(delta_s=5).budget_s == 1.0
+    assert _config(delta_s=60, budget_s=20.0).budget_s == 20.0
+    assert not _config(clock="realtime").reproducible
