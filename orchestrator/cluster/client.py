@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -67,8 +68,10 @@ class KubeClient:
     def from_kubeconfig(cls, path: Path) -> KubeClient:
         try:
             api = config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]
-        except (OSError, config.ConfigException) as exc:
+        except (OSError, config.ConfigException, yaml.YAMLError) as exc:
             raise ClusterError(f"{path}: cannot load kubeconfig: {exc}") from exc
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:  # YAML, but not a kubeconfig's shape
+            raise ClusterError(f"{path}: cannot load kubeconfig: not a kubeconfig ({exc})") from exc
         return cls(api, kubeconfig=path)
 
     @property

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from orchestrator.cluster.client import KubeClient
-from orchestrator.errors import RevertError
+from orchestrator.errors import ClusterError, RevertError
 from orchestrator.mechanisms import ledger
 from orchestrator.mechanisms.applying import revert_handle
 from orchestrator.mechanisms.handles import Context
@@ -28,6 +28,14 @@ def _recover(args: argparse.Namespace) -> int:
         print(f"{args.journal}: nothing to recover")
         return 0
     client = KubeClient.from_kubeconfig(args.kubeconfig or Path(target.kubeconfig))
+    try:
+        client.system_uid(timeout_s=10.0)
+    except ClusterError as exc:
+        client.close()
+        raise ClusterError(
+            f"{args.journal}: {len(pending)} pending faults left as they are, "
+            f"the cluster does not answer: {exc}"
+        ) from None
     ctx = Context(
         client=client,
         namespace=target.namespace,

@@ -22,7 +22,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from orchestrator.errors import ConfigError, OrchestratorError, Problem, TelemetryError
+from orchestrator.cluster.client import KubeClient
+from orchestrator.errors import ClusterError, ConfigError, OrchestratorError, Problem, TelemetryError
 from orchestrator.run import sandbox
 from orchestrator.run.baseline import BaselineJob, start_baseline
 from orchestrator.run.config import RunConfig, agent_command, run_identity
@@ -30,7 +31,7 @@ from orchestrator.run.events import Failed, Ignore, RunEventHandler
 from orchestrator.run.finishing import BUNDLE_DIR, Scored, seal, seal_and_score
 from orchestrator.run.plan import RunPlan, make_plan
 from orchestrator.run.setup import open_session
-from orchestrator.telemetry.server import prometheus_binary
+from orchestrator.telemetry.server import connect_prometheus, prometheus_binary
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,35 @@ def preflight(config: RunConfig) -> list[str]:
             raise ConfigError(
                 "cannot run on the twin", [Problem("run configuration", None, "backend", "twin", str(exc))]
             ) from None
+    else:
+        _reach_cluster(config)
     return command
+
+
+def _reach_cluster(config: RunConfig) -> None:
+    """A real cluster's run starts only if its kubeconfig loads, its API server answers and its Prometheus
+    is ready: checked before the run directory exists, so a run that cannot start writes nothing."""
+    assert config.kubeconfig is not None and config.prometheus_url is not None
+
+    def refuse(field: str, value: str, why: str) -> ConfigError:
+        problem = Problem("run configuration", None, field, value, why)
+        return ConfigError("cannot run on the cluster", [problem])
+
+    try:
+        client = KubeClient.from_kubeconfig(config.kubeconfig)
+    except ClusterError as exc:
+        why = str(exc).removeprefix(f"{config.kubeconfig}: ")
+        raise refuse("kubeconfig", str(config.kubeconfig), why) from None
+    try:
+        client.system_uid(timeout_s=10.0)
+    except ClusterError as exc:
+        raise refuse("kubeconfig", str(config.kubeconfig), f"{client.server}: {exc}") from None
+    finally:
+        client.close()
+    try:
+        connect_prometheus(config.prometheus_url, ready_timeout=10.0)
+    except TelemetryError as exc:
+        raise refuse("prometheus_url", config.prometheus_url, str(exc)) from None
 
 
 def run_dir_for(config: RunConfig, run_id: str) -> Path:
