@@ -12,20 +12,40 @@ from orchestrator import __version__
 from orchestrator.errors import InputError, OrchestratorError
 
 # Each module exposes ``register(subparsers)``; a subcommand sets ``func(args) -> int`` as its handler.
-COMMAND_MODULES: tuple[str, ...] = (
-    "orchestrator.catalog.commands",
-    # ``catalog admit`` and ``catalog export-ctk``: added to the catalog command, so registered after it.
-    "orchestrator.admission.commands",
-    "orchestrator.mechanisms.experiment_commands",
-    "orchestrator.catalog.manifest_commands",
-    "orchestrator.schedule_commands",
-    "orchestrator.bundle.commands",
-    "orchestrator.score.commands",
-    "orchestrator.mechanisms.commands",
-    "orchestrator.twin.commands",
-    "orchestrator.telemetry.commands",
-    "orchestrator.run.commands",
-    "orchestrator.api.commands",
+# A command line imports only the modules of its own command, so ``marathon --help`` and ``marathon
+# score`` do not load the twin, the runner and the control plane. The help shown here is the one each
+# module registers (a test holds the two equal).
+COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "catalog": (
+        "validate and list fault catalog entries",
+        # ``catalog admit`` and ``catalog export-ctk`` are added to the catalog command, so come after it.
+        (
+            "orchestrator.catalog.commands",
+            "orchestrator.admission.commands",
+            "orchestrator.mechanisms.experiment_commands",
+        ),
+    ),
+    "manifests": (
+        "render the apps' Kubernetes manifests from topologies",
+        ("orchestrator.catalog.manifest_commands",),
+    ),
+    "schedule": ("print the seeded fault schedule of a marathon", ("orchestrator.schedule_commands",)),
+    "bundle": ("seal, verify and pack run bundles", ("orchestrator.bundle.commands",)),
+    "score": ("score a run bundle (docs/metrics.md)", ("orchestrator.score.commands",)),
+    "report": ("write a self-contained HTML report of a run bundle", ("orchestrator.score.commands",)),
+    "recover": ("revert the faults a crashed run left behind", ("orchestrator.mechanisms.commands",)),
+    "twin": (
+        "the simulated cluster (serve one app behind the Kubernetes API)",
+        ("orchestrator.twin.commands",),
+    ),
+    "rules": ("inspect and check the alert rule pack", ("orchestrator.telemetry.commands",)),
+    "alerts": ("evaluate the rule pack against a Prometheus", ("orchestrator.telemetry.commands",)),
+    "run": ("run a marathon and score it", ("orchestrator.run.commands",)),
+    "serve": ("serve the control plane API and dashboard", ("orchestrator.api.commands",)),
+    "nightly": ("run the nightly benchmark matrix", ("orchestrator.api.commands",)),
+}
+COMMAND_MODULES: tuple[str, ...] = tuple(
+    dict.fromkeys(module for _, modules in COMMANDS.values() for module in modules)
 )
 
 
@@ -33,21 +53,31 @@ class _Registrar(Protocol):
     def __call__(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command`` alone (importing only its modules), or with
+    ``command="-"`` the overview: every command's name and help, importing none of them."""
     parser = argparse.ArgumentParser(
         prog="marathon",
         description="Continuous, overlapping fault-injection marathons for scoring autonomous SRE agents.",
     )
     parser.add_argument("--version", action="version", version=f"marathon {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    if command == "-":
+        for name, (help_text, _) in COMMANDS.items():
+            subparsers.add_parser(name, help=help_text, add_help=False)
+        return parser
+    modules = COMMAND_MODULES if command is None else COMMANDS[command][1]
+    for name in modules:
         register: _Registrar = importlib.import_module(name).register
         register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The top level takes no option with a value, so the first word that is not an option is the command.
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    parser = build_parser(word if word in COMMANDS else "-")
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
