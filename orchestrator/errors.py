@@ -49,7 +49,11 @@ class InputError(OrchestratorError):
     """Bad user input. Carries every problem found, not only the first."""
 
     def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        self.message = message
         self.problems: list[Problem] = list(problems or [])
+        if len(self.problems) == 1:  # one problem, one line
+            super().__init__(f"{message}: {self.problems[0]}")
+            return
         lines = [message, *(f"  {p}" for p in self.problems)]
         super().__init__("\n".join(lines))
 

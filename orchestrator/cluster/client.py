@@ -91,6 +91,17 @@ class KubeClient:
             raise ClusterError("read namespace kube-system: it has no uid")
         return str(uid)
 
+    def serves(self, group: str, version: str, *, timeout_s: float = 10.0) -> bool:
+        """Whether the API server serves ``group/version`` (a CRD's group: Chaos Mesh's, say)."""
+        try:
+            self._call(
+                f"discover {group}/{version}", self.custom.get_api_resources, group, version,
+                _request_timeout=timeout_s,
+            )  # fmt: skip
+        except NotFound:
+            return False
+        return True
+
     def requests_options(self, url: str) -> dict[str, Any]:
         """``requests`` keyword arguments that reach ``url`` as this client reaches the API server (its CA,
         its bearer token) when the API server itself serves it, as the twin serves its trace queries; none

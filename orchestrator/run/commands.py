@@ -133,7 +133,7 @@ def _located(error: ConfigError, where: dict[str, Where]) -> ConfigError:
         else:
             file, line = where[name]
             problems.append(Problem(file, line, name, problem.value, problem.message))
-    return ConfigError(str(error).splitlines()[0], problems)
+    return ConfigError(error.message, problems)
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:

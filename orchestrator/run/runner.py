@@ -32,6 +32,7 @@ from orchestrator.run.finishing import BUNDLE_DIR, Scored, seal, seal_and_score
 from orchestrator.run.plan import RunPlan, make_plan
 from orchestrator.run.setup import open_session
 from orchestrator.telemetry.server import connect_prometheus, prometheus_binary
+from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_VERSION
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,14 @@ def _reach_cluster(config: RunConfig) -> None:
         raise refuse("kubeconfig", str(config.kubeconfig), why) from None
     try:
         client.system_uid(timeout_s=10.0)
+        chaos_mesh = client.serves(CHAOS_GROUP, CHAOS_VERSION)
     except ClusterError as exc:
         raise refuse("kubeconfig", str(config.kubeconfig), f"{client.server}: {exc}") from None
     finally:
         client.close()
+    if not chaos_mesh:
+        why = f"{client.server} does not serve {CHAOS_GROUP}/{CHAOS_VERSION}: install Chaos Mesh first"
+        raise refuse("kubeconfig", str(config.kubeconfig), why)
     try:
         connect_prometheus(config.prometheus_url, ready_timeout=10.0)
     except TelemetryError as exc:

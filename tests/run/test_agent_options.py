@@ -72,9 +72,10 @@ def test_an_unknown_option_for_a_built_in_agent_is_refused_with_one_line_naming_
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = _refused(tmp_path, capsys, "--agent", "react", "--agent-option", "modle=gpt-4o")
-    assert lines[0] == "marathon: error: invalid run configuration"
-    assert len(lines) == 2
-    assert lines[1].strip().startswith("--agent-option: modle = 'gpt-4o': not an option of the react agent")
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        "marathon: error: invalid run configuration: --agent-option: modle = 'gpt-4o': not an option"
+    )
 
 
 def test_an_unknown_option_in_the_file_is_refused_naming_the_file_and_its_line(
@@ -83,8 +84,8 @@ def test_an_unknown_option_in_the_file_is_refused_naming_the_file_and_its_line(
     path = tmp_path / "agent.yaml"
     path.write_text("model: m\nmax_stepz: 3\n")
     lines = _refused(tmp_path, capsys, "--agent", "react", "--agent-config", str(path))
-    assert len(lines) == 2
-    assert lines[1].strip().startswith(f"{path}:2: max_stepz = 3: not an option of the react agent")
+    assert len(lines) == 1
+    assert f": {path}:2: max_stepz = 3: not an option of the react agent" in lines[0]
 
 
 def test_a_value_that_is_not_a_plain_string_number_or_boolean_is_refused_at_its_line(
@@ -93,15 +94,15 @@ def test_a_value_that_is_not_a_plain_string_number_or_boolean_is_refused_at_its_
     path = tmp_path / "agent.yaml"
     path.write_text("depth: 2\nlayers: [1, 2]\n")
     lines = _refused(tmp_path, capsys, "--agent-cmd", "true", "--agent-config", str(path))
-    assert len(lines) == 2
-    assert lines[1].strip() == f"{path}:2: layers = [1, 2]: must be a string, a finite number or true/false"
+    assert len(lines) == 1
+    assert lines[0].endswith(f": {path}:2: layers = [1, 2]: must be a string, a finite number or true/false")
 
 
 def test_a_value_of_the_wrong_kind_for_a_built_in_option_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = _refused(tmp_path, capsys, "--agent", "react", "--agent-option", "max_steps=many")
-    assert lines[1:] == ["  --agent-option: max_steps = 'many': must be an integer"]
+    assert len(lines) == 1 and lines[0].endswith(": --agent-option: max_steps = 'many': must be an integer")
 
 
 @pytest.mark.parametrize(
@@ -119,8 +120,8 @@ def test_an_agent_configuration_that_is_not_a_mapping_of_names_is_refused_naming
     path = tmp_path / "agent.yaml"
     path.write_text(content)
     lines = _refused(tmp_path, capsys, "--agent", "react", "--agent-config", str(path))
-    assert len(lines) == 2
-    assert lines[1].strip().startswith(str(path)) and expected in lines[1]
+    assert len(lines) == 1
+    assert f": {path}" in lines[0] and expected in lines[0]
 
 
 def test_an_unreadable_agent_configuration_is_refused_in_one_line(
@@ -134,7 +135,7 @@ def test_an_unreadable_agent_configuration_is_refused_in_one_line(
 
 def test_an_option_without_a_value_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = _refused(tmp_path, capsys, "--agent", "react", "--agent-option", "model")
-    assert lines[1:] == ["  --agent-option: model: expected KEY=VALUE"]
+    assert len(lines) == 1 and lines[0].endswith(": --agent-option: model: expected KEY=VALUE")
 
 
 def test_an_option_name_must_be_a_plain_word() -> None:

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.cluster.client import KubeClient
 from orchestrator.errors import ConfigError
 from orchestrator.run.config import make_config
 from orchestrator.run.runner import run_marathon
 from orchestrator.twin.launch import start_twin
+from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_VERSION
 
 
 def _closed_port() -> int:
@@ -59,3 +61,14 @@ def test_a_prometheus_that_is_not_ready_is_refused(tmp_path: Path) -> None:
         twin.stop()
     assert [p.field for p in error.problems] == ["prometheus_url"]
     assert "not ready" in str(error)
+
+
+def test_the_client_tells_whether_the_cluster_serves_chaos_mesh(tmp_path: Path) -> None:
+    twin = start_twin("online-boutique", seed=1, kubeconfig=tmp_path / "twin.kubeconfig")
+    client = KubeClient.from_kubeconfig(twin.kubeconfig)
+    try:
+        assert client.serves(CHAOS_GROUP, CHAOS_VERSION)
+        assert not client.serves("chaos.example.org", "v1")
+    finally:
+        client.close()
+        twin.stop()
