@@ -42,6 +42,8 @@ class Problem:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
         field = f" {self.field}" if self.field else ""
         value = f" = {self.value}" if self.value else ""
+        if not field and not value:
+            return f"{where}: {self.message}"
         return f"{where}:{field}{value}: {self.message}"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser("serve", help="serve the control plane API and dashboard")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--port", type=_port, default=8080, help="TCP port (0: any free one)")
     serve.add_argument("--token", default=None, help=f"bearer token for mutations and for a run's events, "
                        f"bundle, and live score and report (or ${TOKEN_ENV})")  # fmt: skip
     serve.add_argument("--max-active", type=int, default=4, help="runs at once")
@@ -43,6 +44,32 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     nightly.add_argument("--config", type=Path, default=DEFAULT_NIGHTLY)
     _common(nightly)
     nightly.set_defaults(func=_nightly)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0-65535)")
+    return port
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything else starts, so a port in use is one line and no side
+    effect (the registry, the nightly schedule and run recovery start only once it is bound)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        field, value = ("--host", host) if isinstance(exc, socket.gaierror) else ("--port", str(port))
+        why = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        raise ConfigError("cannot serve", [Problem("command line", None, field, value, why)]) from None
+    return sock
 
 
 def db_url(args: argparse.Namespace) -> str:
@@ -78,11 +105,17 @@ def _serve(args: argparse.Namespace) -> int:
     nightly = args.nightly or (DEFAULT_NIGHTLY if DEFAULT_NIGHTLY.is_file() else None)
     if args.no_nightly:
         nightly = None
-    url = db_url(args)
-    settings = Settings(db_url=url, data_dir=args.data.resolve(), token=token, max_active=args.max_active)
-    app = create_app(settings, nightly=nightly)
-    print(f"marathon control plane at http://{args.host}:{args.port}/ (registry {url})", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)
+    sock = _listen(args.host, args.port)
+    try:
+        url = db_url(args)
+        settings = Settings(db_url=url, data_dir=args.data.resolve(), token=token, max_active=args.max_active)
+        app = create_app(settings, nightly=nightly)
+        port = sock.getsockname()[1]
+        print(f"marathon control plane at http://{args.host}:{port}/ (registry {url})", flush=True)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5))
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
     return 0
 
 

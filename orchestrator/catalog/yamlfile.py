@@ -57,9 +57,16 @@ def _index(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
 def read_documents(path: Path) -> list[Document]:
     """Read every document of a YAML file; raise ``CatalogError`` naming the line that stops it parsing."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read file: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad_line = raw.count(b"\n", 0, exc.start) + 1
+        why = f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}"
+        problem = Problem(str(path), bad_line, "", "", why)
+        raise CatalogError("cannot read a catalog file", [problem]) from None
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
         datas = list(yaml.safe_load_all(text))

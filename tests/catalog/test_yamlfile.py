@@ -40,3 +40,11 @@ def test_broken_yaml_is_reported_with_its_line(tmp_path: Path) -> None:
         read_documents(path)
     assert raised.value.problems[0].line is not None
     assert "not valid YAML" in str(raised.value)
+
+
+def test_a_file_that_is_not_utf8_is_refused_at_the_line_of_the_first_bad_byte(tmp_path: Path) -> None:
+    path = tmp_path / "chaos.yaml"
+    path.write_bytes(b"entries:\n  - id: ob-\xff\xfe\n")
+    with pytest.raises(CatalogError) as caught:
+        read_documents(path)
+    assert str(caught.value) == f"cannot read a catalog file: {path}:2: not UTF-8: byte 0xff at offset 20"

@@ -75,3 +75,18 @@ def test_scoring_opens_no_socket(tmp_path: Path) -> None:
     )
     assert "EVENTS [] PROBE ['socket.__new__']" in result.stderr
     assert json.loads(result.stdout.split("\nwrote ")[0])["faults"] == 2
+
+
+def test_a_bundle_that_does_not_verify_is_not_scored_and_says_so_in_one_line(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    journal = bundle / "data" / "agent.jsonl"
+    journal.write_bytes(journal.read_bytes()[:-7])  # the last record cut short
+    for command in (["score", str(bundle)], ["report", str(bundle), "-o", str(tmp_path / "r.html")]):
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestrator.cli", *command], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 1 and done.stdout == ""
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1
+        assert lines[0].startswith(f"marathon: error: {bundle}: not scored, the bundle does not verify")
+    assert not (tmp_path / "r.html").exists()
