@@ -23,28 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-SCHEMA_VERSION = 1
+from orchestrator.vocabulary.artifacts import ARTIFACT_KINDS  # docs/metrics.md, "Responsible artifacts"
 
-# The closed vocabulary of responsible-artifact kinds (docs/metrics.md, "Responsible artifacts").
-ARTIFACT_KINDS: frozenset[str] = frozenset(
-    {
-        "release",
-        "config",
-        "resources",
-        "replicas",
-        "probe",
-        "service",
-        "credentials",
-        "feature-flag",
-        "network",
-        "dns",
-        "pod",
-        "cpu",
-        "memory",
-        "io",
-        "node",
-    }
-)
+SCHEMA_VERSION = 1
 
 Seconds = Annotated[float, Field(allow_inf_nan=False)]
 # An agent option's value: a plain string, integer, finite number or boolean, kept as given.

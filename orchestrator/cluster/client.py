@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from orchestrator.cluster.fields import Patch
 from orchestrator.errors import ClusterError
+from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_VERSION
 
 Json = dict[str, Any]
 
@@ -21,7 +22,6 @@ _CONTENT_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
     "json": "application/json-patch+json",
 }
-CHAOS_GROUP = "chaos-mesh.org"
 # kind -> (API attribute, method suffix, namespaced): verbs resolve to ``<verb>_[namespaced_]<suffix>``.
 _API_OF_KIND: dict[str, tuple[str, str, bool]] = {
     "Pod": ("core", "pod", True),
@@ -37,7 +37,6 @@ _API_OF_KIND: dict[str, tuple[str, str, bool]] = {
     "ReplicaSet": ("apps", "replica_set", True),
     "StatefulSet": ("apps", "stateful_set", True),
 }
-CHAOS_VERSION = "v1alpha1"
 
 
 class NotFound(ClusterError):

@@ -12,10 +12,10 @@ import pytest
 
 from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
-from orchestrator.cluster.client import CHAOS_GROUP, CHAOS_VERSION, KubeClient
+from orchestrator.cluster.client import KubeClient
 from orchestrator.mechanisms import ledger as ledger_module
 from orchestrator.twin.apiserver.kubeconfig import read_credentials
-from orchestrator.vocabulary.chaos import CRD_KINDS
+from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_VERSION, CRD_KINDS
 from tests.api.bundles import pending_in_ledger, unpack
 from tests.api.cluster import separate_cluster
 from tests.api.live import AUTH, Server, events, start_run
