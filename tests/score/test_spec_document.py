@@ -7,14 +7,15 @@ import json
 import re
 from pathlib import Path
 
+from orchestrator.bundle import records
 from orchestrator.bundle.building import sample_manifest
 from orchestrator.bundle.reader import Bundle, bundle_from_records
-from orchestrator.bundle.records import ARTIFACT_KINDS as RECORDED_KINDS
 from orchestrator.bundle.records import Record, RunEnded
-from orchestrator.catalog.faults import ARTIFACT_KINDS as CATALOG_KINDS
+from orchestrator.catalog import faults
 from orchestrator.score.scorecard import score_bundle, scorecard_json
 from orchestrator.score.stages import OUTCOMES
 from orchestrator.score.table import summary_rows
+from orchestrator.vocabulary.artifacts import ARTIFACT_KINDS
 from tests.score.scenario import act, alert, fault, probes, report
 
 ROOT = Path(__file__).parents[2]
@@ -107,8 +108,8 @@ def test_the_json_keys_the_document_lists_are_the_keys_the_scorer_prints() -> No
 
 def test_the_artifact_kinds_the_document_lists_are_the_code_vocabulary() -> None:
     (kinds,) = _tables("Responsible artifacts")
-    assert tuple(kinds) == CATALOG_KINDS
-    assert set(kinds) == RECORDED_KINDS
+    assert tuple(kinds) == ARTIFACT_KINDS
+    assert records.ARTIFACT_KINDS is faults.ARTIFACT_KINDS is ARTIFACT_KINDS  # one vocabulary, no copies
 
 
 def test_the_outcomes_the_document_lists_are_the_scorer_outcomes() -> None:
