@@ -32,7 +32,10 @@ class Metrics:
         self.failures = Counter(
             "marathon_failures", "Failed injections, reverts and observations", ["app"], registry=r
         )
-        self.runs_ended = Counter("marathon_runs_ended", "Runs ended, by status", ["status"], registry=r)
+        self.runs_ended = Counter(
+            "marathon_runs_ended", "Runs ended, by status and source (api or nightly)", ["status", "source"],
+            registry=r,
+        )  # fmt: skip
         self.invocations = Histogram(
             "marathon_invocation_duration_seconds",
             "Wall seconds of each agent invocation",
@@ -52,6 +55,10 @@ class Metrics:
             case Invoked(wall_s=wall_s):
                 self.invocations.labels(app=app, agent=agent).observe(wall_s)
         self.active_faults.labels(run=run, app=app).set(active)
+
+    def ended(self, *, status: str, source: str) -> None:
+        """Count a run's end; a nightly run's source (``nightly <stamp>``) counts as ``nightly``."""
+        self.runs_ended.labels(status=status, source=source.split(" ", 1)[0]).inc()
 
     def forget(self, *, run: str, app: str) -> None:
         with contextlib.suppress(KeyError):

@@ -158,7 +158,7 @@ class RunManager:
                 recovery=outcome.summary(), active_faults=[],
             )  # fmt: skip
             EventLog.load(row.home, closed=False).append(Interrupted(recovery=outcome.summary()))
-            self.metrics.runs_ended.labels(status="interrupted").inc()
+            self.metrics.ended(status="interrupted", source=row.source)
             found = self.registry.get(row.id)
             assert found is not None
             recovered.append(found)
@@ -307,7 +307,7 @@ class RunManager:
         live.log.append(Finished(status=status))
         live.log.close()
         self.metrics.active_runs.dec()
-        self.metrics.runs_ended.labels(status=status).inc()
+        self.metrics.ended(status=status, source=row.source)
         self.metrics.forget(run=row.id, app=row.app)
         live.done.set()
         with self._lock:

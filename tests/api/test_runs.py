@@ -66,6 +66,7 @@ def test_a_short_twin_run_streams_its_events_and_its_bundle_scores_as_marathon_s
         assert any(row["latest"]["run_id"] == run_id for row in board)
         metrics = client.get("/metrics").text
         assert "marathon_injections_total" in metrics and "marathon_invocation_duration_seconds" in metrics
+        assert 'marathon_runs_ended_total{source="api",status="finished"} 1.0' in metrics
 
 
 @pytest.mark.slow
