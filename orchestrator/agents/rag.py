@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.agents.chat import ChatModel, openai_tools
-from orchestrator.agents.inputs import AgentEnv, agent_options, load_alerts, read_state, run_main, write_state
+from orchestrator.agents.chat import ChatModel
+from orchestrator.agents.inputs import AgentEnv, agent_options, load_alerts, read_state, run_main
 from orchestrator.agents.mcpclient import ToolClient
 from orchestrator.agents.options import OptionValue
 from orchestrator.agents.react import (
@@ -28,8 +27,8 @@ from orchestrator.agents.react import (
     LoopResult,
     alert_lines,
     first_messages,
-    react_loop,
-    remember,
+    loop_remembering,
+    model_from_env,
     settings_of,
 )
 from orchestrator.agents.retrieval import (
@@ -41,7 +40,6 @@ from orchestrator.agents.retrieval import (
     top_passages,
     wordllama_embedder,
 )
-from orchestrator.errors import AgentError
 
 log = logging.getLogger("orchestrator.agents.rag")
 NAME = "rag"
@@ -94,22 +92,7 @@ def run(env: AgentEnv, client: ToolClient, model: ChatModel, *, limits: Limits, 
     passages = top_passages(query_of(alert_lines(alerts, set())), corpus, embed=embed, k=top_k)
     log.info("retrieved %s", [f"{p.source}/{p.title}" for p in passages])
     messages = with_passages(messages, passages)
-    tools = openai_tools(client.list_tools())
-    deadline = env.deadline
-
-    def call_tool(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        outcome = client.call(name, **args)
-        remember(memory, name, args, outcome)
-        write_state(path, memory)
-        return outcome
-
-    result = react_loop(
-        complete=lambda msgs, left: model.complete(msgs, tools, timeout_s=min(left, 120.0)),
-        call_tool=call_tool,
-        messages=messages,
-        limits=limits,
-        remaining_s=lambda: (deadline - wall()) if deadline is not None else float("inf"),
-    )
+    result = loop_remembering(env, client, model, messages, memory, path, limits=limits, wall=wall)
     note = note_of(env.invocation, before, memory, result)
     if note:
         (workspace / NOTES_DIR).mkdir(exist_ok=True)
@@ -128,13 +111,10 @@ def main() -> int:
 
 def _main() -> int:
     env = AgentEnv.from_env()
-    base_url, api_key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
-    if not base_url or not api_key:
-        raise AgentError("OPENAI_BASE_URL and OPENAI_API_KEY must be set for the retrieval-augmented agent")
     options = agent_options(NAME)
     settings = settings_of(options)
+    model = model_from_env(settings, agent="retrieval-augmented agent")
     embed = wordllama_embedder()
-    model = ChatModel(base_url, api_key, settings.model, temperature=settings.temperature)
     try:
         with ToolClient.from_env() as client:
             run(env, client, model, limits=settings.limits, top_k=top_k_of(options), embed=embed,

@@ -185,11 +185,18 @@ def react_loop(
             messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": text})
 
 
-def run(env: AgentEnv, client: ToolClient, model: ChatModel, *, limits: Limits,
-        wall: Callable[[], float]) -> LoopResult:  # fmt: skip
-    path = Path(env.workspace) / MEMORY_FILE
-    memory = read_state(path)
-    messages = first_messages(env, load_alerts(env.alerts_path), memory)
+def loop_remembering(
+    env: AgentEnv,
+    client: ToolClient,
+    model: ChatModel,
+    messages: list[dict[str, Any]],
+    memory: dict[str, Any],
+    path: Path,
+    *,
+    limits: Limits,
+    wall: Callable[[], float],
+) -> LoopResult:
+    """The tool loop until the deadline or the limits, writing the agent's memory after every tool call."""
     tools = openai_tools(client.list_tools())
     deadline = env.deadline
 
@@ -199,13 +206,21 @@ def run(env: AgentEnv, client: ToolClient, model: ChatModel, *, limits: Limits,
         write_state(path, memory)
         return outcome
 
-    result = react_loop(
+    return react_loop(
         complete=lambda msgs, left: model.complete(msgs, tools, timeout_s=min(left, 120.0)),
         call_tool=call_tool,
         messages=messages,
         limits=limits,
         remaining_s=lambda: (deadline - wall()) if deadline is not None else float("inf"),
     )
+
+
+def run(env: AgentEnv, client: ToolClient, model: ChatModel, *, limits: Limits,
+        wall: Callable[[], float]) -> LoopResult:  # fmt: skip
+    path = Path(env.workspace) / MEMORY_FILE
+    memory = read_state(path)
+    messages = first_messages(env, load_alerts(env.alerts_path), memory)
+    result = loop_remembering(env, client, model, messages, memory, path, limits=limits, wall=wall)
     log.info("stopped after %d steps, %d tokens: %s", result.steps, result.tokens, result.stop_reason)
     return result
 
@@ -232,13 +247,18 @@ def main() -> int:
     return run_main(_main)
 
 
-def _main() -> int:
-    env = AgentEnv.from_env()
+def model_from_env(settings: Settings, *, agent: str) -> ChatModel:
+    """The chat model the metering proxy serves, at the address and with the key the harness set."""
     base_url, api_key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
     if not base_url or not api_key:
-        raise AgentError("OPENAI_BASE_URL and OPENAI_API_KEY must be set for the ReAct agent")
+        raise AgentError(f"OPENAI_BASE_URL and OPENAI_API_KEY must be set for the {agent}")
+    return ChatModel(base_url, api_key, settings.model, temperature=settings.temperature)
+
+
+def _main() -> int:
+    env = AgentEnv.from_env()
     settings = settings_of(agent_options(NAME))
-    model = ChatModel(base_url, api_key, settings.model, temperature=settings.temperature)
+    model = model_from_env(settings, agent="ReAct agent")
     try:
         with ToolClient.from_env() as client:
             # The deadline is wall time by protocol, so the wall clock is the right one to compare it with.
