@@ -109,7 +109,7 @@ class UnixToTcp:
         self.port = port
         self._process = subprocess.Popen(
             [sys.executable, "-I", "-S", os.path.abspath(__file__), "--unix", f"{socket_path}={port}"],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # never written: closed when the runner exits, which ends the relay
             stdout=subprocess.PIPE,
         )
         assert self._process.stdout is not None
@@ -122,8 +122,9 @@ class UnixToTcp:
         if self._process.poll() is None:
             self._process.kill()
         self._process.wait()
-        if self._process.stdout is not None:
-            self._process.stdout.close()
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                stream.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path)
 
@@ -158,7 +159,7 @@ def _parse(argv: Sequence[str]) -> tuple[list[tuple[str, str, str]], list[str]]:
 
 def main(argv: Sequence[str]) -> int:
     """Listen for every route; then run the command with our standard streams and return its exit code,
-    or, with no command, relay until killed."""
+    or, with no command, relay until killed or until the runner that started it exits."""
     routes, command = _parse(argv)
     for flag, listen, target in routes:
         if flag == "--tcp":
@@ -167,7 +168,9 @@ def main(argv: Sequence[str]) -> int:
             listen_unix(listen, int(target))
     if not command:
         print("listening", flush=True)
-        threading.Event().wait()
+        # Standard input is a pipe from the runner: its end of file is the runner's exit, however it ended
+        # (kill -9 included), and the relay goes with it rather than outlive the run.
+        sys.stdin.buffer.read()
         return 0
     try:
         child = subprocess.Popen(command)
