@@ -7,7 +7,7 @@ from typing import Any
 
 from orchestrator.agents.correlation import REMEDIES, CallGraph, plan_correlation
 from orchestrator.agents.inputs import AlertView
-from orchestrator.bundle.records import ARTIFACT_KINDS
+from orchestrator.vocabulary.artifacts import ARTIFACT_KINDS
 
 NS = "online-boutique"
 # The runbook table is keyed by rule name or by the rules' signal label: the alerts here carry both.
@@ -122,5 +122,5 @@ def test_the_plan_is_a_pure_function_of_its_inputs() -> None:
 
 
 def test_every_kind_the_remedy_table_names_is_of_the_closed_vocabulary() -> None:
-    assert set(REMEDIES) <= ARTIFACT_KINDS
+    assert set(REMEDIES) <= set(ARTIFACT_KINDS)
     assert {action for actions in REMEDIES.values() for action in actions} <= {"rollback", "restart", "scale"}

@@ -7,8 +7,8 @@ from typing import Any
 from orchestrator.agents.inputs import AlertView, parse_alerts, workload_of
 from orchestrator.agents.runbook import plan_runbook, record_outcome, replicas_in
 from orchestrator.agents.runbook_rules import RULE_TABLE, rule_for, signal_of, strongest
-from orchestrator.bundle.records import ARTIFACT_KINDS
 from orchestrator.telemetry.rules import load_rule_pack
+from orchestrator.vocabulary.artifacts import ARTIFACT_KINDS
 
 NS = "online-boutique"
 
@@ -35,7 +35,7 @@ def test_the_rule_table_covers_the_signal_of_every_alert_rule_of_the_rule_pack()
 
 
 def test_every_signal_blames_a_kind_of_the_closed_vocabulary() -> None:
-    assert {rule.kind for rule in RULE_TABLE.values()} <= ARTIFACT_KINDS
+    assert {rule.kind for rule in RULE_TABLE.values()} <= set(ARTIFACT_KINDS)
 
 
 def test_the_table_follows_the_runbook_policy() -> None:
