@@ -372,7 +372,7 @@ class ConcurrencyProfile:
 
 
 def concurrency(schedule: Schedule) -> ConcurrencyProfile:
-    """ConcurrencyProfile statistics of a schedule (no side effects)."""
+    """Concurrency statistics of a schedule (no side effects)."""
     delta: dict[int, int] = {0: 0}
     for a in schedule.activations:
         delta[a.at_s] = delta.get(a.at_s, 0) + 1
