@@ -18,8 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from orchestrator.bundle.records import Record as AnyRecord
-from orchestrator.bundle.records import RunManifest, stream_of
+from orchestrator.bundle.records import Record, RunManifest, stream_of
 from orchestrator.errors import BundleError
 
 RUNTIME_FILE = "runtime.json"
@@ -41,7 +40,7 @@ def genesis_hash(run_id: str) -> str:
     return sha256_hex(run_id.encode("utf-8"))
 
 
-def encode_line(record: AnyRecord, prev: str) -> bytes:
+def encode_line(record: Record, prev: str) -> bytes:
     """The journal line of ``record`` chained to ``prev``, without its newline (no side effects)."""
     body = record.model_dump(mode="json")
     body[PREV_KEY] = prev
@@ -101,7 +100,7 @@ class Journal:
         self._lock = threading.Lock()
         self.directory.mkdir(parents=True, exist_ok=True)
 
-    def append(self, record: AnyRecord) -> str:
+    def append(self, record: Record) -> str:
         """Write ``record`` to its stream, flushed and fsynced; returns the new line's hash."""
         if isinstance(record, RunManifest) and record.run_id != self.run_id:
             raise BundleError(
