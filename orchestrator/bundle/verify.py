@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from orchestrator.bundle.journal import PREV_KEY, STREAM_SUFFIX, genesis_hash, scan_stream
+from orchestrator.bundle.reader import Bundle, read_bundle
 from orchestrator.bundle.records import RECORD_ADAPTER, RuleFailed, RuleHealth
 from orchestrator.bundle.seal import (
     CHAIN_HEADS_FILE,
@@ -78,6 +79,19 @@ def verify_bundle(bundle: Path, *, public_key: Path | None = None) -> Verificati
     return Verification(
         bundle=bundle, findings=unique, records=records, signed=signed, unhealthy_rules=unhealthy
     )
+
+
+def read_verified_bundle(path: Path) -> Bundle:
+    """``read_bundle``, but a sealed bundle only if it verifies: a score of an altered or cut record would
+    look like a result. An unsealed journal directory (a run still under way) is read as it is."""
+    if is_sealed(path):
+        verification = verify_bundle(path)
+        if not verification.ok:
+            raise BundleError(
+                f"{path}: not scored, the bundle does not verify ({len(verification.findings)} problems; "
+                f"first {verification.findings[0]}); marathon bundle verify {path} lists them"
+            )
+    return read_bundle(path)
 
 
 def _sha256_file(path: Path) -> str:

@@ -6,10 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.bundle.reader import Bundle, read_bundle
-from orchestrator.bundle.seal import is_sealed
-from orchestrator.bundle.verify import verify_bundle
-from orchestrator.errors import BundleError
+from orchestrator.bundle.verify import read_verified_bundle
 from orchestrator.score.report import render_report
 from orchestrator.score.scorecard import score_bundle, scorecard_json
 from orchestrator.score.table import render_text
@@ -29,23 +26,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     report.set_defaults(func=_report)
 
 
-def _read(path: Path) -> Bundle:
-    """A bundle to score: a sealed one only if it verifies, since a score of an altered or cut record would
-    look like a result; an unsealed journal directory (a run still under way) is read as it is."""
-    if is_sealed(path):
-        verification = verify_bundle(path)
-        if not verification.ok:
-            first = verification.findings[0]
-            raise BundleError(
-                f"{path}: not scored, the bundle does not verify ({len(verification.findings)} problems; "
-                f"first {first}); marathon bundle verify {path} lists them"
-            )
-    return read_bundle(path)
-
-
 def _score(args: argparse.Namespace) -> int:
-    bundle = _read(args.bundle)
-    baseline = _read(args.baseline) if args.baseline else None
+    bundle = read_verified_bundle(args.bundle)
+    baseline = read_verified_bundle(args.baseline) if args.baseline else None
     card = score_bundle(bundle, baseline)
     if args.json:
         sys.stdout.write(scorecard_json(card))
@@ -55,8 +38,8 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    bundle = _read(args.bundle)
-    baseline = _read(args.baseline) if args.baseline else None
+    bundle = read_verified_bundle(args.bundle)
+    baseline = read_verified_bundle(args.baseline) if args.baseline else None
     html = render_report(bundle, baseline, score_bundle(bundle, baseline))
     args.output.write_text(html, encoding="utf-8")
     print(f"wrote {args.output}")
