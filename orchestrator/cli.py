@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from orchestrator import __version__
 from orchestrator.errors import InputError, OrchestratorError
@@ -40,13 +40,32 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "rules": ("inspect and check the alert rule pack", ("orchestrator.telemetry.commands",)),
     "alerts": ("evaluate the rule pack against a Prometheus", ("orchestrator.telemetry.commands",)),
-    "run": ("run a marathon and score it", ("orchestrator.run.commands",)),
+    "run": ("run a marathon and score it", ("orchestrator.api.run_command",)),
     "serve": ("serve the control plane API and dashboard", ("orchestrator.api.commands",)),
     "nightly": ("run the nightly benchmark matrix", ("orchestrator.api.commands",)),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(
     dict.fromkeys(module for _, modules in COMMANDS.values() for module in modules)
 )
+
+
+class DefaultsShown(argparse.HelpFormatter):
+    """Help that gives each option's default, unless its help already speaks of it or it has none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if not action.option_strings or "default" in text or default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``marathon`` and, through ``add_subparsers``, of every command under it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsShown)
+        super().__init__(*args, **kwargs)
 
 
 class _Registrar(Protocol):
@@ -56,7 +75,7 @@ class _Registrar(Protocol):
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of ``command`` alone (importing only its modules), or with
     ``command="-"`` the overview: every command's name and help, importing none of them."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(
         prog="marathon",
         description="Continuous, overlapping fault-injection marathons for scoring autonomous SRE agents.",
     )

@@ -3,6 +3,8 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +53,44 @@ def test_help_and_light_commands_import_nothing_of_the_twin_the_runner_or_the_co
         command = [sys.executable, "-c", probe, *argv]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         assert "HEAVY []" in done.stdout, (argv, done.stdout[-300:])
+
+
+def _options(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, argparse.Action]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, f"{path} {name}")
+        elif action.option_strings:
+            yield path, action
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_option_of_every_command_has_help_that_shows_its_default() -> None:
+    options = list(_options(build_parser(), "marathon"))
+    assert len(options) > 100
+    silent = [(path, action.option_strings) for path, action in options if not action.help]
+    assert silent == []
+    text = next(p for p in _parsers(build_parser("run")) if p.prog == "marathon run").format_help()
+    assert "fault arrivals to draw (default: 60)" in text
+    assert "(default: None)" not in text and "(default: False)" not in text
+
+
+def test_a_mistyped_agent_is_one_line_before_any_progress(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "run", "--app", "online-boutique", "--seed", "1",
+         "--agent", "nope", "--runs", str(tmp_path / "runs"), "--data", str(tmp_path / "control")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "marathon: error: unknown agent: run configuration: agent = 'nope': not a known agent "
+        "(cli, correlation, noop, oracle, rag, react, runbook)"
+    ]
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "control").exists()

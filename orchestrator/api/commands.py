@@ -16,7 +16,8 @@ DEFAULT_DATA = Path("runs") / "control"
 DEFAULT_NIGHTLY = Path("deploy") / "nightly.yaml"
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def add_registry_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the control plane keeps runs: ``serve``, ``nightly``, ``run`` and ``leaderboard`` share them."""
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="where run homes live")
     parser.add_argument("--db", default=None, help="SQLAlchemy URL of the run registry (default: SQLite "
                         "in the data directory; postgresql+psycopg://... works too)")  # fmt: skip
@@ -24,7 +25,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser("serve", help="serve the control plane API and dashboard")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (beyond loopback only with a token)"
+    )
     serve.add_argument("--port", type=_port, default=8080, help="TCP port (0: any free one)")
     serve.add_argument("--token", default=None, help=f"bearer token for mutations and for a run's events, "
                        f"bundle, and live score and report (or ${TOKEN_ENV})")  # fmt: skip
@@ -36,13 +39,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"nightly matrix file to schedule (default {DEFAULT_NIGHTLY} when present)",
     )
     serve.add_argument("--no-nightly", action="store_true", help="schedule no nightly matrix")  # fmt: skip
-    _common(serve)
+    add_registry_arguments(serve)
     serve.set_defaults(func=_serve)
 
     nightly = subparsers.add_parser("nightly", help="run the nightly benchmark matrix")
     nightly.add_argument("--once", action="store_true", required=True, help="run the matrix now and exit")
     nightly.add_argument("--config", type=Path, default=DEFAULT_NIGHTLY)
-    _common(nightly)
+    add_registry_arguments(nightly)
     nightly.set_defaults(func=_nightly)
 
 

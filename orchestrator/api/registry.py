@@ -41,7 +41,7 @@ metadata = MetaData()
 runs = Table(
     "runs",
     metadata,
-    Column("id", String(40), primary_key=True),
+    Column("id", String(128), primary_key=True),
     Column("seq", Integer, nullable=False, index=True),
     Column("app", String(64), nullable=False, index=True),
     Column("seed", Integer, nullable=False),
@@ -149,6 +149,10 @@ class TargetBusy(Exception):
         self.run_id = run_id
 
 
+class IdTaken(Exception):
+    """Another run was registered under the same id first."""
+
+
 class Registry:
     """Reads and writes runs; every write is its own transaction."""
 
@@ -195,7 +199,7 @@ class Registry:
                     tx.execute(runs.insert().values(**values))
             except IntegrityError:
                 if self.get(fields["id"]) is not None:
-                    raise
+                    raise IdTaken(fields["id"]) from None
                 continue  # another run took the target (answered above) or this sequence number
             found = self.get(fields["id"])
             assert found is not None

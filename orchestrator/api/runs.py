@@ -5,8 +5,8 @@ thread that keeps the registry, the metrics and the live event log up to date.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
-import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,27 +19,23 @@ from orchestrator.api.events import EventLog, ServiceTail
 from orchestrator.api.metrics import Metrics
 from orchestrator.api.models import RunRequest
 from orchestrator.api.recovery import RUN_DIR, owned_elsewhere, recover_run
-from orchestrator.api.registry import Registry, RunRow
+from orchestrator.api.registry import IdTaken, Registry, RunRow
+from orchestrator.api.tally import RowTally, end_updates
 from orchestrator.api.workers import Worker, start_worker
 from orchestrator.cluster.client import KubeClient
 from orchestrator.errors import ClusterError, ConfigError, Problem
 from orchestrator.run.config import RunConfig, make_config
 from orchestrator.run.events import (
-    Boundary,
     Concurrency,
-    Failed,
     Finished,
-    Injected,
     Interrupted,
-    Invoked,
-    Reverted,
     RunEvent,
     Started,
     Stopping,
 )
 from orchestrator.run.finishing import BUNDLE_DIR
 from orchestrator.run.plan import make_plan
-from orchestrator.run.runner import preflight
+from orchestrator.run.runner import identity_of, preflight
 
 POLL_S = 0.5
 IDENTITY_TIMEOUT_S = 10.0
@@ -109,11 +105,49 @@ def cluster_target(kubeconfig: Path) -> str:
         raise ConfigError("the kubeconfig's cluster cannot be identified", [problem]) from exc
 
 
-def target_of(config: RunConfig, run_id: str) -> str:
-    """The cluster a run mutates: a real cluster by its identity (asked of it); each twin run has its own."""
+def cluster_of(config: RunConfig) -> str | None:
+    """The real cluster a run mutates, by its identity (asked of it); None on the twin (each run has its
+    own, ``twin:<run id>``)."""
     if config.backend == "kube" and config.kubeconfig is not None:
         return cluster_target(config.kubeconfig)
-    return f"twin:{run_id}"
+    return None
+
+
+def row_fields(
+    config: RunConfig, *, run_id: str, home: Path, source: str, target: str | None
+) -> dict[str, Any]:
+    """A new registry row of ``config``; ``target`` is a real cluster's (``cluster_of``), None on the twin."""
+    return {
+        "id": run_id, "app": config.app, "seed": config.seed, "agent": config.agent_name,
+        "backend": config.backend, "clock": config.clock, "target": target or f"twin:{run_id}",
+        "source": source, "config_json": config.model_dump(mode="json"), "home": home,
+        "created_at": wall_now(), "owner_pid": os.getpid(),
+    }  # fmt: skip
+
+
+def claim(
+    registry: Registry, *, base: str, homes: Path, fields: Callable[[str, Path], dict[str, Any]]
+) -> RunRow:
+    """Register a run as ``base`` (its bundle's run id), or ``base-2``, ``base-3``... when that id is taken
+    (a repeat of a reproducible run has the same identity), and make its home ``homes/<id>``. ``fields``
+    gives the row of an id and home; ``TargetBusy`` when a run is active on its cluster."""
+    for n in itertools.count(1):
+        run_id = base if n == 1 else f"{base}-{n}"
+        home = homes / run_id
+        if registry.get(run_id) is not None:
+            continue
+        try:
+            home.mkdir(parents=True)
+        except FileExistsError:
+            continue  # a home left by a run of an older registry, or by another process just now
+        try:
+            return registry.create(fields=fields(run_id, home))
+        except IdTaken:
+            home.rmdir()
+        except BaseException:
+            home.rmdir()
+            raise
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -124,8 +158,7 @@ class Live:
     worker: Worker
     log: EventLog
     tail: ServiceTail
-    active: set[str] = field(default_factory=set)
-    counts: dict[str, int] = field(default_factory=dict)
+    tally: RowTally = field(default_factory=RowTally)
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -166,26 +199,24 @@ class RunManager:
 
     def submit(self, request: RunRequest, *, source: str = "api") -> RunRow:
         """Validate, register and start a run; ``ConfigError``, ``TargetBusy`` or ``TooManyRuns``."""
-        run_id = secrets.token_hex(6)
-        home = self.runs_root / run_id
-        config = config_for(request, home=home, runs_root=self.runs_root)
-        preflight(config)
-        make_plan(config)  # catalog and schedule problems are the request's, answered before any start
-        target = target_of(config, run_id)
+        config = config_for(request, home=self.runs_root, runs_root=self.runs_root)
+        command = preflight(config)
+        plan = make_plan(config)  # catalog and schedule problems are the request's, answered before any start
+        config = config.model_copy(update={"run_id": identity_of(config, command=command, plan=plan)})
+        cluster = cluster_of(config)
         with self._lock:
             if self.closing:
                 raise TooManyRuns("the server is shutting down")
             if sum(1 for live in self.live.values() if not live.done.is_set()) >= self.max_active:
                 raise TooManyRuns(f"{self.max_active} runs are active; stop one or wait")
-            home.mkdir(parents=True, exist_ok=False)
-            row = self.registry.create(
-                fields={
-                    "id": run_id, "app": config.app, "seed": config.seed, "agent": config.agent_name,
-                    "backend": config.backend, "clock": config.clock, "target": target,
-                    "source": source, "config_json": config.model_dump(mode="json"), "home": home,
-                    "created_at": wall_now(), "owner_pid": os.getpid(),
-                }
-            )  # fmt: skip
+
+            def fields(run_id: str, home: Path) -> dict[str, Any]:
+                nonlocal config
+                config = config.model_copy(update={"out": home / RUN_DIR})
+                return row_fields(config, run_id=run_id, home=home, source=source, target=cluster)
+
+            row = claim(self.registry, base=config.run_id or "", homes=self.runs_root, fields=fields)
+            run_id, home = row.id, row.home
             log = EventLog(home=home)
             worker = start_worker(config.model_dump_json(), log_path=home / "worker.log")
             live = Live(row=row, worker=worker, log=log,
@@ -266,36 +297,15 @@ class RunManager:
 
     def _on_event(self, live: Live, event: RunEvent) -> None:
         row = live.row
-        updates: dict[str, Any] = {}
-        match event:
-            case Injected(fault_id=fault_id):
-                live.active.add(fault_id)
-                updates["injections"] = self._count(live, "injections")
-                updates["active_faults"] = sorted(live.active)
-            case Reverted(fault_id=fault_id):
-                live.active.discard(fault_id)
-                updates["reverts"] = self._count(live, "reverts")
-                updates["active_faults"] = sorted(live.active)
-            case Failed():
-                updates["failures"] = self._count(live, "failures")
-            case Invoked():
-                updates["invocations"] = self._count(live, "invocations")
-            case Boundary(k=k, of=of, t=t):
-                updates.update(boundary=k, boundaries=of, schedule_t=t)
-            case Concurrency(firing=firing):
-                updates["firing"] = firing
+        updates = live.tally.updates(event)
         live.log.append(event)
-        self.metrics.observe(run=row.id, app=row.app, agent=row.agent, event=event, active=len(live.active))
+        active = len(live.tally.active)
+        self.metrics.observe(run=row.id, app=row.app, agent=row.agent, event=event, active=active)
         if isinstance(event, Concurrency):
             for sample in live.tail.new_samples():
                 live.log.append(sample)
         if updates:
             self.registry.update(row.id, **updates)
-
-    @staticmethod
-    def _count(live: Live, key: str) -> int:
-        live.counts[key] = live.counts.get(key, 0) + 1
-        return live.counts[key]
 
     def _finish(self, live: Live, outcome: tuple[str, Any] | None) -> None:
         row = live.row
@@ -318,21 +328,11 @@ class RunManager:
                 listener(ended)
 
     def _record_end(self, live: Live, outcome: tuple[str, Any] | None, *, recovery: str | None) -> str:
-        row = live.row
-        if outcome is not None and outcome[0] == "result":
-            result = outcome[1]
-            status = "finished" if result["reason"] == "completed" else "stopped"
-            self.registry.update(
-                row.id, status=status, reason=result["reason"], score=result["score"] or None,
-                runner_run_id=result["run_id"], ended_at=wall_now(), active_faults=[],
-            )  # fmt: skip
-            return status
-        error = outcome[1] if outcome is not None else "the worker process ended without a result"
-        self.registry.update(
-            row.id, status="failed", reason="error", error=str(error)[:4000], ended_at=wall_now(),
-            active_faults=[] if outcome is None else sorted(live.active), recovery=recovery,
-        )  # fmt: skip
-        return "failed"
+        status, updates = end_updates(outcome, live.tally)
+        if status == "failed":
+            updates["recovery"] = recovery
+        self.registry.update(live.row.id, ended_at=wall_now(), **updates)
+        return status
 
 
 def config_problems(problems: list[Problem], message: str) -> list[dict[str, Any]]:

@@ -43,6 +43,7 @@ def baseline_config(config: RunConfig, *, out: Path) -> RunConfig:
             "quiet": True,
             "clock": "stepped",
             "out": out,
+            "run_id": None,
         }
     )
 

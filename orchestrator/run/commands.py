@@ -12,19 +12,18 @@ from orchestrator.agents.options import OptionValue, options_help
 from orchestrator.catalog.apps import app_names
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.run.config import RunConfig, load_agent_config, make_config
-from orchestrator.run.progress import RunProgress
-from orchestrator.run.runner import run_marathon
+from orchestrator.run.runner import RunResult
 from orchestrator.schedule_commands import seed_argument
 
+HELP = "run a marathon and score it"
+DESCRIPTION = "Inject the seeded fault schedule, invoke the agent every delta seconds, seal and score."
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``marathon run``; the command itself (which also records the run in the control
+    plane's registry) is ``orchestrator.api.run_command``."""
     defaults = {name: field.default for name, field in RunConfig.model_fields.items()}
-    parser = subparsers.add_parser(
-        "run",
-        help="run a marathon and score it",
-        description="Inject the seeded fault schedule, invoke the agent every delta seconds, seal and score.",
-    )
-    parser.add_argument("--app", required=True, choices=app_names())
+    parser.add_argument("--app", required=True, choices=app_names(), help="the application under test")
     parser.add_argument("--seed", required=True, type=seed_argument, help="run seed (integer >= 0)")
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--agent", help="a baseline agent by name (noop, runbook, oracle, react)")
@@ -44,16 +43,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="a YAML or JSON mapping of agent options; --agent-option overrides it",
     )
-    parser.add_argument("--backend", choices=("twin", "kube"), default="twin")
+    parser.add_argument(
+        "--backend", choices=("twin", "kube"), default="twin", help="the simulated cluster or a real one"
+    )
     clock_help = "stepped (default on the twin) or realtime (always on a real cluster)"
     parser.add_argument("--clock", choices=("stepped", "realtime"), default=None, help=clock_help)
     parser.add_argument("--speed", type=float, default=1.0, help="realtime twin: simulated s per wall s")
     parser.add_argument("--faults", type=int, default=defaults["faults"], help="fault arrivals to draw")
     parser.add_argument("--delta", type=int, default=defaults["delta_s"], help="seconds between invocations")
-    parser.add_argument("--budget", type=float, default=None, help="wall seconds per invocation")
-    parser.add_argument("--injection-period", type=int, default=defaults["injection_period_s"])
-    parser.add_argument("--observation-period", type=int, default=defaults["observation_period_s"])
-    parser.add_argument("--max-concurrent", type=int, default=None)
+    budget_help = "wall seconds per invocation (default: delta less 10 s, within 1-110 s)"
+    parser.add_argument("--budget", type=float, default=None, help=budget_help)
+    parser.add_argument(
+        "--injection-period", type=int, default=defaults["injection_period_s"],
+        help="seconds in which faults arrive",
+    )  # fmt: skip
+    parser.add_argument(
+        "--observation-period", type=int, default=defaults["observation_period_s"],
+        help="seconds after the injection period, with no new arrivals",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-concurrent", type=int, default=None, help="most faults active at once (default: no limit)"
+    )
     parser.add_argument(
         "--shared-culprits",
         action="store_true",
@@ -84,7 +94,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="an absolute path the sandboxed agent may read (its installation, say), repeatable; files named "
         "by absolute path on --agent-cmd are readable without it",
     )
-    parser.set_defaults(func=_run)
 
 
 OPTION_FLAG = "--agent-option"
@@ -175,10 +184,8 @@ def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> Run
     )
 
 
-def _run(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
-    with RunProgress(quiet=config.quiet, title=f"{config.app} seed {config.seed} {config.agent_name}") as bar:
-        result = run_marathon(config, events=bar)
+def print_result(result: RunResult) -> int:
+    """The score and where the run's files are; the exit status (130 for a run that did not complete)."""
     sys.stdout.write(result.score_text)
     print(f"bundle: {result.bundle_dir}")
     print(f"score: {result.run_dir / 'score.json'}  ({result.reason}, {result.wall_s:.1f} s wall)")

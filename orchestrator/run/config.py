@@ -95,6 +95,9 @@ class RunConfig(BaseModel):
     token_budget: int | None = Field(default=None, ge=1)  # per invocation
     sandboxed: bool = True  # False only when asked for (--unsandboxed); recorded in the bundle and score
     agent_paths: tuple[Path, ...] = ()  # more read-only paths the agent sees in its sandbox
+    # The run's id when its caller chose it (the control plane names the run before its worker starts, so
+    # the registry, the run's home and the bundle share one id); else ``run_identity`` derives it.
+    run_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
     @model_validator(mode="before")
     @classmethod

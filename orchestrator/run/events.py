@@ -107,7 +107,27 @@ class Alert:
     t: float
 
 
-RunEvent = Concurrency | Boundary | Invoked | Injected | Reverted | Failed | Ended | Alert
+@dataclass(frozen=True)
+class Identified:
+    """The run has its id and its directory; nothing is written yet (a registry can record it now)."""
+
+    TYPE: ClassVar[str] = "identified"
+    run_id: str
+    run_dir: str
+
+
+@dataclass(frozen=True)
+class Phase:
+    """What the run is busy with before, between or after its boundaries (starting the world, waiting for
+    its no-action baseline, scoring): so a watcher sees more than a bar that does not move."""
+
+    TYPE: ClassVar[str] = "phase"
+    name: str
+
+
+RunEvent = (
+    Identified | Phase | Concurrency | Boundary | Invoked | Injected | Reverted | Failed | Ended | Alert
+)
 
 
 # What the control plane adds around them.
@@ -160,8 +180,8 @@ Event = RunEvent | ControlEvent
 EVENT_TYPES: tuple[str, ...] = tuple(
     kind.TYPE
     for kind in (
-        Started, Stopping, Concurrency, Boundary, Invoked, Injected, Reverted, Failed, Alert, ServicePoint,
-        Ended, Finished, Interrupted,
+        Started, Identified, Phase, Stopping, Concurrency, Boundary, Invoked, Injected, Reverted, Failed,
+        Alert, ServicePoint, Ended, Finished, Interrupted,
     )
 )  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""The live progress line of a run on the terminal: invocation k/K, active faults, firing alerts, elapsed."""
+"""The live progress line of a run on the terminal: its phase until the first boundary, then invocation k/K,
+active faults, firing alerts, elapsed; its phase again once the boundaries are done."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator.run.events import Boundary, Concurrency, RunEvent
+from orchestrator.run.events import Boundary, Concurrency, Phase, RunEvent
 
 
 class RunProgress:
@@ -33,13 +34,15 @@ class RunProgress:
                 transient=False,
             )
             self._progress.start()
-            self._task = self._progress.add_task(self._title, total=None, status="starting")
+            self._task = self._progress.add_task(self._title, total=None, status="planning")
         return self
 
     def handle(self, event: RunEvent) -> None:
         """A boundary moves the bar; the counts are those of its concurrency event, which came before it."""
         if isinstance(event, Concurrency):
             self._concurrency = event
+        if self._progress is not None and isinstance(event, Phase):
+            self._progress.update(self._task, status=event.name)
         if self._progress is None or not isinstance(event, Boundary):
             return
         now = self._concurrency

@@ -27,7 +27,7 @@ from orchestrator.errors import ClusterError, ConfigError, OrchestratorError, Pr
 from orchestrator.run import sandbox
 from orchestrator.run.baseline import BaselineJob, start_baseline
 from orchestrator.run.config import RunConfig, agent_command, run_identity
-from orchestrator.run.events import Failed, Ignore, RunEventHandler
+from orchestrator.run.events import Failed, Identified, Ignore, Phase, RunEventHandler
 from orchestrator.run.finishing import BUNDLE_DIR, Scored, seal, seal_and_score
 from orchestrator.run.plan import RunPlan, make_plan
 from orchestrator.run.setup import open_session
@@ -45,6 +45,21 @@ class RunResult:
     reason: str = "completed"
     wall_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+
+
+def identity_of(config: RunConfig, *, command: list[str], plan: RunPlan) -> str:
+    """The id the caller gave the run, else the one its inputs derive (wall time included where the run
+    cannot repeat)."""
+    if config.run_id is not None:
+        return config.run_id
+    unique = "" if config.reproducible else datetime.now(UTC).isoformat()
+    return run_identity(
+        config,
+        versions=plan.versions,
+        command=command,
+        schedule_hash=plan.schedule.content_hash,
+        unique=unique,
+    )
 
 
 def preflight(config: RunConfig) -> list[str]:
@@ -150,16 +165,11 @@ def run_marathon(
     stop = stop or threading.Event()
     command = preflight(config)
     plan = make_plan(config)
-    unique = "" if config.reproducible else datetime.now(UTC).isoformat()
-    run_id = run_identity(
-        config,
-        versions=plan.versions,
-        command=command,
-        schedule_hash=plan.schedule.content_hash,
-        unique=unique,
-    )
+    run_id = identity_of(config, command=command, plan=plan)
     run_dir = run_dir_for(config, run_id).resolve()  # the run's servers work in their own directories
+    events.handle(Identified(run_id=run_id, run_dir=str(run_dir)))
     job = _baseline(config, plan)
+    events.handle(Phase("starting the twin" if config.backend == "twin" else "connecting to the cluster"))
     try:
         reason, phases, invocations = _drive(
             config, plan, run_id=run_id, run_dir=run_dir, command=command, events=events, stop=stop,
@@ -171,6 +181,7 @@ def run_marathon(
         _seal_what_was_written(run_dir)
         raise
     baseline = None
+    events.handle(Phase("sealing the bundle"))
     try:
         seal(run_dir)  # the record is safe before the baseline is waited for
     except BaseException:
@@ -181,6 +192,7 @@ def run_marathon(
         if job is not None and reason != "completed":
             job.cancel()  # a run cut short is not comparable with a whole no-action run
         elif job is not None:
+            events.handle(Phase("waiting for the no-action baseline"))
             baseline = job.result()
     except OrchestratorError as exc:  # the run itself is whole: score it without the degradation level
         print(f"marathon: no degradation baseline: {exc}", file=sys.stderr)
@@ -189,6 +201,7 @@ def run_marathon(
         if job is not None:
             job.cancel()
         raise
+    events.handle(Phase("scoring"))
     scored: Scored = seal_and_score(run_dir, scored=config.role == "scored", baseline=baseline)
     return RunResult(
         run_id=run_id,

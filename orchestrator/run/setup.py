@@ -19,7 +19,7 @@ from orchestrator.mechanisms.applying import Applier
 from orchestrator.mechanisms.handles import Context
 from orchestrator.mechanisms.ledger import Ledger, Target
 from orchestrator.run.config import RunConfig
-from orchestrator.run.events import RunEventHandler
+from orchestrator.run.events import Phase, RunEventHandler
 from orchestrator.run.faults import FaultDriver
 from orchestrator.run.invoking import AgentProcess
 from orchestrator.run.observing import Recorder
@@ -150,6 +150,7 @@ def open_session(
             )
             stack.callback(agent.close)
         world.begin()
+        events.handle(Phase("first boundary"))
         yield Session(
             config=config, plan=plan, world=world, journal=journal, driver=driver, recorder=recorder,
             agent=agent, endpoints=endpoints, run_dir=run_dir, stop=stop, events=events,

@@ -21,17 +21,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = verbs.add_parser(
         "serve", help="serve a twin on 127.0.0.1 behind a fresh token and write a kubeconfig (0600) with it"
     )
-    serve.add_argument("--app", required=True, choices=app_names())
+    serve.add_argument("--app", required=True, choices=app_names(), help="the application to simulate")
     serve.add_argument("--port", type=int, default=0, help="listen port on 127.0.0.1 (0: a free port)")
-    serve.add_argument("--seed", type=int, default=1)
-    serve.add_argument("--clock", choices=("stepped", "realtime"), default="realtime")
+    serve.add_argument("--seed", type=int, default=1, help="the simulation's seed")
+    serve.add_argument(
+        "--clock", choices=("stepped", "realtime"), default="realtime",
+        help="realtime: simulated time follows the wall clock; stepped: it moves only when asked",
+    )  # fmt: skip
     serve.add_argument(
         "--speed", type=float, default=1.0, help="simulated seconds per wall second (realtime)"
     )
     serve.add_argument(
         "--remote-write", dest="remote_write", default=None, help="Prometheus remote-write URL"
     )
-    serve.add_argument("--kubeconfig", type=Path, default=Path("twin.kubeconfig"))
+    serve.add_argument(
+        "--kubeconfig", type=Path, default=Path("twin.kubeconfig"), help="the kubeconfig file to write"
+    )
     serve.set_defaults(func=serve_command)
 
 

@@ -120,7 +120,7 @@ function handle(type, event) {
 
 // Every event type of orchestrator/run/events.py (EVENT_TYPES), each in its wire form; a test keeps the two equal.
 const TYPES = ["concurrency", "alert", "service", "invocation", "boundary", "injected", "reverted",
-  "failed", "finished", "interrupted", "ended", "started", "stopping"];
+  "failed", "finished", "interrupted", "ended", "started", "stopping", "identified", "phase"];
 
 function dispatch(block, state) {
   // One server-sent event: "field: value" lines; comments (": ping") start with a colon.
