@@ -43,6 +43,7 @@ def test_a_short_twin_run_streams_its_events_and_its_bundle_scores_as_marathon_s
 
         view = client.get(f"/runs/{run_id}").json()
         assert view["status"] == "finished" and view["invocations"] == 10
+        assert view["runner_run_id"] == run_id  # one id: the registry's is the bundle's
         assert view["active_faults"] == []
         assert client.get(f"/runs/{run_id}/bundle").status_code == 401  # ground truth, even once ended
         response = client.get(f"/runs/{run_id}/bundle", headers=AUTH)
