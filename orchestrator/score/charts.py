@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -30,6 +31,7 @@ class Bar:
     outcome: str
     alerts: tuple[float, ...]
     tooltip: str
+    caption: str = ""  # the text beside the bar, when it says more than the label (the catalog id)
 
 
 @dataclass(frozen=True)
@@ -39,16 +41,16 @@ class Mark:
     tooltip: str
 
 
-def _x(t: float, t_end: float) -> float:
-    return LEFT + (WIDTH - LEFT - RIGHT) * (t / t_end if t_end > 0 else 0.0)
+def _x(t: float, t_end: float, left: float = LEFT) -> float:
+    return left + (WIDTH - left - RIGHT) * (t / t_end if t_end > 0 else 0.0)
 
 
-def _axis(t_end: float, y: float) -> str:
+def _axis(t_end: float, y: float, left: float = LEFT) -> str:
     step = _tick_step(t_end)
-    parts = [f'<line class="axis" x1="{LEFT}" y1="{y}" x2="{WIDTH - RIGHT}" y2="{y}" stroke="#444"/>']
+    parts = [f'<line class="axis" x1="{left}" y1="{y}" x2="{WIDTH - RIGHT}" y2="{y}" stroke="#444"/>']
     tick = 0.0
     while tick <= t_end + 1e-9:
-        x = _x(tick, t_end)
+        x = _x(tick, t_end, left)
         parts.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#444"/>')
         parts.append(
             f'<text x="{x:.1f}" y="{y + 16}" font-size="10" text-anchor="middle">{tick / 60:g} min</text>'
@@ -65,8 +67,11 @@ def _tick_step(t_end: float) -> float:
 
 
 def timeline_svg(bars: Sequence[Bar], marks: Sequence[Mark], t_end: float) -> str:
-    """A bar per fault coloured by outcome, its alert starts as ticks, and rows of all alerts and actions."""
+    """A bar per fault coloured by outcome, its alert starts as ticks, and rows of all alerts and actions.
+
+    The label column is as wide as the longest caption needs (about 6 px a character at 11 px)."""
     row = 16
+    left = min(max(float(LEFT), 10 + 6.2 * max((len(b.caption or b.label) for b in bars), default=0)), 420.0)
     top = 2 * row + 10
     height = top + row * len(bars) + 30
     parts = [
@@ -76,7 +81,7 @@ def timeline_svg(bars: Sequence[Bar], marks: Sequence[Mark], t_end: float) -> st
         y = 4 + index * row
         parts.append(f'<text x="4" y="{y + 11}" font-size="11">{name}</text>')
         for mark in (m for m in marks if m.kind in kinds):
-            x = _x(mark.t, t_end)
+            x = _x(mark.t, t_end, left)
             colour = {"alert": "#555", "action": AGENT_COLOUR, "forbidden": "#000"}[mark.kind]
             # Alerts are thin ticks (there are many); actions are wider blocks.
             left, width, top_y, tall = (
@@ -89,20 +94,20 @@ def timeline_svg(bars: Sequence[Bar], marks: Sequence[Mark], t_end: float) -> st
             parts.append(f"{shape}<title>{escape(mark.tooltip)}</title></rect>")
     for index, bar in enumerate(bars):
         y = top + index * row
-        x0, x1 = _x(bar.start, t_end), _x(bar.end, t_end)
-        parts.append(f'<text x="4" y="{y + 11}" font-size="11">{escape(bar.label)}</text>')
+        x0, x1 = _x(bar.start, t_end, left), _x(bar.end, t_end, left)
+        parts.append(f'<text x="4" y="{y + 11}" font-size="11">{escape(bar.caption or bar.label)}</text>')
         parts.append(
             f'<rect class="fault-bar outcome-{bar.outcome}" data-fault="{escape(bar.label)}" x="{x0:.1f}" '
             f'y="{y + 2}" width="{max(x1 - x0, 1.0):.1f}" height="12" fill="{OUTCOME_COLOURS[bar.outcome]}">'
             f"<title>{escape(bar.tooltip)}</title></rect>"
         )
         for t in bar.alerts:
-            x = _x(t, t_end)
+            x = _x(t, t_end, left)
             parts.append(
                 f'<line class="fault-alert" x1="{x:.1f}" y1="{y + 1}" x2="{x:.1f}" y2="{y + 15}" '
                 'stroke="#222"/>'
             )
-    parts.append(_axis(t_end, top + row * len(bars) + 6))
+    parts.append(_axis(t_end, top + row * len(bars) + 6, left))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -167,5 +172,112 @@ def stage_bars_svg(values: Sequence[tuple[str, float | None]]) -> str:
             )
         text = "-" if value is None else f"{value:.3f}"
         parts.append(f'<text x="{LEFT + 70 + span}" y="{y + 14}" font-size="12">{text}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _svg_open(name: str, height: float) -> str:
+    return f'<svg class="chart {name}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}">'
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """Lower quartile, median and upper quartile, interpolated linearly between order statistics."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0], ordered[0], ordered[0]
+    lower, middle, upper = statistics.quantiles(ordered, n=4, method="inclusive")
+    return lower, middle, upper
+
+
+def distribution_svg(rows: Sequence[tuple[str, Sequence[float]]], *, name: str = "mttx") -> str:
+    """A horizontal box plot per row (quartiles, median, whiskers from min to max) with every value drawn
+    as a dot over it, on one time axis; a row without values says so."""
+    row, top = 40, 10
+    t_end = max((v for _, values in rows for v in values), default=0.0) or 60.0
+    height = top + row * len(rows) + 30
+    parts = [_svg_open(name, height)]
+    for index, (label, values) in enumerate(rows):
+        y = top + index * row
+        middle = y + row / 2
+        parts.append(f'<text x="4" y="{middle + 4}" font-size="12">{escape(label)} [{len(values)}]</text>')
+        if not values:
+            none = "no fault reached this stage"
+            parts.append(f'<text x="{LEFT}" y="{middle + 4}" font-size="11">{none}</text>')
+            continue
+        low, median, high = quartiles(values)
+        x_min, x_max = _x(min(values), t_end), _x(max(values), t_end)
+        x_low, x_med, x_high = _x(low, t_end), _x(median, t_end), _x(high, t_end)
+        parts.append(
+            f'<line class="{name}-whisker" x1="{x_min:.1f}" y1="{middle}" x2="{x_max:.1f}" y2="{middle}" '
+            'stroke="#444"/>'
+        )
+        parts.append(
+            f'<rect class="{name}-box" x="{x_low:.1f}" y="{y + 8}" width="{max(x_high - x_low, 2.0):.1f}" '
+            f'height="{row - 16}" fill="#c6dbef" stroke="{AGENT_COLOUR}">'
+            f"<title>{escape(label)}: quartiles {low:.0f} / {median:.0f} / {high:.0f} s</title></rect>"
+        )
+        parts.append(
+            f'<line class="{name}-median" x1="{x_med:.1f}" y1="{y + 8}" x2="{x_med:.1f}" y2="{y + row - 8}" '
+            f'stroke="{AGENT_COLOUR}" stroke-width="3"/>'
+        )
+        for number, value in enumerate(values):
+            jitter = ((number * 7) % 5 - 2) * 2.5  # spread equal values apart, the same on every render
+            parts.append(
+                f'<circle class="{name}-point" cx="{_x(value, t_end):.1f}" cy="{middle + jitter:.1f}" r="3" '
+                f'fill="#222"><title>{value:.0f} s</title></circle>'
+            )
+    parts.append(_axis(t_end, top + row * len(rows) + 4))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One figure over seeds: every seed's value, their mean and its confidence interval."""
+
+    label: str
+    values: tuple[float, ...]
+    mean: float | None
+    low: float | None
+    high: float | None
+
+
+def interval_svg(rows: Sequence[Interval], *, scale: float, name: str) -> str:
+    """Per figure, each seed's value as a dot, the mean as a bar and its confidence interval as a whisker,
+    on a shared scale from 0 to ``scale``."""
+    row = 28
+    height = row * len(rows) + 10
+    span = WIDTH - 2 * LEFT - 200
+
+    def x_of(value: float) -> float:
+        return LEFT + 60 + span * min(max(value / scale, 0.0), 1.0)
+
+    parts = [_svg_open(name, height)]
+    for index, figure in enumerate(rows):
+        y = 4 + index * row
+        middle = y + 11
+        parts.append(f'<text x="4" y="{y + 15}" font-size="12">{escape(figure.label)}</text>')
+        parts.append(f'<rect x="{LEFT + 60}" y="{y + 2}" width="{span}" height="18" fill="#eee"/>')
+        if figure.mean is not None:
+            parts.append(
+                f'<rect class="interval-mean" data-value="{figure.mean:.3f}" x="{LEFT + 60}" y="{y + 6}" '
+                f'width="{x_of(figure.mean) - LEFT - 60:.1f}" height="10" fill="{AGENT_COLOUR}"/>'
+            )
+        if figure.low is not None and figure.high is not None:
+            x0, x1 = x_of(figure.low), x_of(figure.high)
+            parts.append(
+                f'<line class="interval-ci" x1="{x0:.1f}" y1="{middle}" x2="{x1:.1f}" y2="{middle}" '
+                'stroke="#d62728" stroke-width="2"/>'
+            )
+            for x in (x0, x1):
+                parts.append(f'<line x1="{x:.1f}" y1="{y + 4}" x2="{x:.1f}" y2="{y + 18}" stroke="#d62728"/>')
+        for value in figure.values:
+            parts.append(
+                f'<circle class="interval-point" cx="{x_of(value):.1f}" cy="{middle}" r="3" fill="#222"/>'
+            )
+        said = "-" if figure.mean is None else f"{figure.mean:.3g}"
+        if figure.low is not None and figure.high is not None:
+            said += f" [{figure.low:.3g}, {figure.high:.3g}]"
+        parts.append(f'<text x="{LEFT + 70 + span}" y="{y + 15}" font-size="12">{escape(said)}</text>')
     parts.append("</svg>")
     return "".join(parts)

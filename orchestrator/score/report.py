@@ -1,5 +1,6 @@
-"""The self-contained HTML report of one run: timeline, concurrency, degradation, stages, per-fault table,
-and the health of the rule pack's evaluation.
+"""The self-contained HTML report of one run: where it comes from (provenance), timeline, concurrency,
+degradation, stages, the distribution of detect/locate/repair times, faults by category and mechanism, the
+per-fault table, and the health of the rule pack's evaluation.
 
 One file, inline SVG and CSS only: it opens offline and never fetches anything.
 """
@@ -12,26 +13,31 @@ from html import escape
 from orchestrator.bundle.reader import Bundle
 from orchestrator.bundle.records import RuleFailed, ServiceSample
 from orchestrator.score.attribution import latest_alerts, run_end
+from orchestrator.score.breakdown import Group, by_category, by_mechanism
 from orchestrator.score.charts import (
     AGENT_COLOUR,
     BASELINE_COLOUR,
     OUTCOME_COLOURS,
     Bar,
     Mark,
+    distribution_svg,
     line_chart_svg,
     stage_bars_svg,
     timeline_svg,
 )
+from orchestrator.score.provenance import Provenance, gather_provenance
 from orchestrator.score.scorecard import FaultOutcome, Scorecard
 from orchestrator.score.table import DASH, fmt, summary_rows
 
-_STYLE = """
+STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
 table { border-collapse: collapse; font-size: 12px; }
 td, th { border: 1px solid #ccc; padding: 3px 6px; text-align: left; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
 .swatch { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: middle; }
+.warning { background: #fde0dd; border: 2px solid #a50f15; padding: 8px; font-weight: bold; }
+table.provenance th { width: 200px; } table.provenance td { font-family: monospace; }
 """
 
 
@@ -128,9 +134,35 @@ def rule_health_html(bundle: Bundle) -> str:
     return f'<p class="rule-health">{escape(lead + said)}</p><table class="rules">{"".join(rows)}</table>'
 
 
-def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> str:
-    """The report as one HTML string, the same for the same inputs (no side effects)."""
-    manifest = bundle.manifest
+def _breakdown_html(kind: str, groups: Sequence[Group]) -> str:
+    head = (
+        f"<tr><th>{escape(kind)}</th><th>faults</th><th>correlated</th><th>located</th><th>resolved</th>"
+        "<th>mean TTD s</th><th>mean TTL s</th><th>mean TTR s</th></tr>"
+    )
+    rows = [head]
+    for g in groups:
+        cells = [g.name, str(g.faults), str(g.correlated), str(g.located), str(g.resolved)]
+        cells += [_seconds(g.mean_ttd_s), _seconds(g.mean_ttl_s), _seconds(g.mean_ttr_s)]
+        rows.append('<tr class="group-row">' + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    return f'<table class="breakdown {escape(kind)}">' + "".join(rows) + "</table>"
+
+
+def _warnings(provenance: Provenance) -> str:
+    said: list[str] = []
+    if not provenance.complete:
+        said.append(
+            f"This run did not complete ({provenance.end}): its figures cover only part of its schedule and "
+            "are not comparable with complete runs."
+        )
+    if provenance.no_verify or not provenance.verified:
+        said.append(f"Integrity: {provenance.integrity}.")
+    if not provenance.sandboxed:
+        said.append("The agent ran without its sandbox (--unsandboxed): it could read the ground truth.")
+    return "".join(f'<p class="warning">{escape(line)}</p>' for line in said)
+
+
+def report_charts(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> dict[str, str]:
+    """Every chart of the report as a standalone SVG document, by name, in page order (no side effects)."""
     t_end = max(run_end(bundle), run_end(baseline) if baseline is not None else 0.0, 1.0)
     alerts = latest_alerts(bundle.alerts)
     bars = [
@@ -141,6 +173,7 @@ def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> s
             outcome=o.outcome,
             alerts=tuple(sorted(alerts[alert_id].starts_at for alert_id in o.alert_ids)),
             tooltip=f"{o.fault_id} {o.catalog_id} ({o.category}, {o.mechanism}): {o.outcome}",
+            caption=f"{o.fault_id} {o.catalog_id}",
         )
         for o in card.outcomes
     ]
@@ -150,7 +183,6 @@ def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> s
     ]
     marks += [Mark(f.t, "forbidden", f"forbidden {f.tool}: {f.reason}") for f in bundle.forbidden]
     concurrency = concurrency_points([(o.inject_s, o.revert_s) for o in card.outcomes], t_end)
-    mean, peak = concurrency_summary(concurrency)
     series = [("agent", AGENT_COLOUR, degradation_points(bundle.service))]
     if baseline is not None:
         series.append(("no-action", BASELINE_COLOUR, degradation_points(baseline.service)))
@@ -162,37 +194,76 @@ def render_report(bundle: Bundle, baseline: Bundle | None, card: Scorecard) -> s
         ("Score / 100", card.marathon_score / 100),
         ("Risk", card.risk),
     ]
+    times = [
+        ("TTD", [o.detected_s for o in card.outcomes if o.detected_s is not None]),
+        ("TTL", [o.located_s for o in card.outcomes if o.located_s is not None]),
+        ("TTR", [o.repaired_s for o in card.outcomes if o.repaired_s is not None]),
+    ]
+    return {
+        "timeline": timeline_svg(bars, marks, t_end),
+        "concurrency": line_chart_svg(
+            [("live-faults", AGENT_COLOUR, concurrency)],
+            t_end=t_end,
+            name="concurrency",
+            y_label="live faults",
+            step=True,
+        ),
+        "degradation": line_chart_svg(series, t_end=t_end, name="degradation", y_label="degraded req/s"),
+        "stages": stage_bars_svg(stages),
+        "mttx": distribution_svg(times),
+    }
+
+
+def render_report(
+    bundle: Bundle, baseline: Bundle | None, card: Scorecard, *, provenance: Provenance | None = None
+) -> str:
+    """The report as one HTML string, the same for the same inputs. Without ``provenance`` it is gathered
+    from the bundle's files (which verifies the bundle); otherwise no side effects."""
+    if provenance is None:
+        provenance = gather_provenance(bundle, baseline)
+    manifest = bundle.manifest
+    t_end = max(run_end(bundle), run_end(baseline) if baseline is not None else 0.0, 1.0)
+    charts = report_charts(bundle, baseline, card)
+    mean, peak = concurrency_summary(
+        concurrency_points([(o.inject_s, o.revert_s) for o in card.outcomes], t_end)
+    )
     legend = "".join(
         f'<span><i class="swatch" style="background:{colour}"></i>{escape(name)}</span>'
         for name, colour in OUTCOME_COLOURS.items()
     )
     summary = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in summary_rows(card))
+    origin = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in provenance.rows())
     title = f"Marathon {manifest.run_id}: {manifest.agent_name} on {manifest.app} (seed {manifest.seed})"
     level = DASH if card.degradation_level is None else f"{card.degradation_level:.1f} %"
     return "".join(
         [
             '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
             f"<h1>{escape(title)}</h1>",
+            _warnings(provenance),
+            f'<table class="provenance">{origin}</table>',
+            "<h2>Scores</h2>",
             f'<table class="summary">{summary}</table>',
             "<h2>Fault timeline</h2>",
             f'<div class="legend">{legend}</div>',
-            timeline_svg(bars, marks, t_end),
+            charts["timeline"],
             "<h2>Live faults over time</h2>",
             f"<p>mean {mean:.2f}, peak {peak:.0f} simultaneously live faults</p>",
-            line_chart_svg(
-                [("live-faults", AGENT_COLOUR, concurrency)],
-                t_end=t_end,
-                name="concurrency",
-                y_label="live faults",
-                step=True,
-            ),
+            charts["concurrency"],
             "<h2>Entry-point degradation</h2>",
             f"<p>min(1, e + l) &#183; q over time; degradation level {escape(level)}"
             f" (D = {fmt(card.degradation)})</p>",
-            line_chart_svg(series, t_end=t_end, name="degradation", y_label="degraded req/s"),
+            charts["degradation"],
             "<h2>Stage scores</h2>",
-            stage_bars_svg(stages),
+            charts["stages"],
+            "<h2>Time to detect, locate and repair</h2>",
+            "<p>Each fault that reached the stage, seconds after its injection; boxes span the quartiles, "
+            "the thick line is the median (the MTTx of docs/metrics.md), whiskers reach the extremes.</p>",
+            charts["mttx"],
+            "<h2>Faults by category</h2>",
+            _breakdown_html("category", by_category(card.outcomes)),
+            "<h2>Faults by mechanism</h2>",
+            _breakdown_html("mechanism", by_mechanism(card.outcomes)),
             "<h2>Faults</h2>",
             _fault_rows(card.outcomes),
             "<h2>Rule health</h2>",
