@@ -233,6 +233,11 @@ class ToolServer:
         self.caller.begin(n)
         return self._tokens.issue(n)
 
+    @property
+    def requests(self) -> int:
+        """The requests of the open invocation, or of the last one closed; refused ones included."""
+        return self.caller.requests
+
     def close_invocation(self) -> None:
         """End the invocation: its token stops working at once, and a call of it that has not started yet
         (still waiting for its turn) never will."""

@@ -41,7 +41,8 @@ class Boundary:
 
 @dataclass(frozen=True)
 class Invoked:
-    """Agent invocation ``n`` ended; ``wall_s`` is how long it took on the wall clock (a runtime fact)."""
+    """Agent invocation ``n`` ended; ``wall_s`` is how long it took on the wall clock (a runtime fact);
+    ``tool_calls``: the requests it made of the tool server, refused ones included."""
 
     TYPE: ClassVar[str] = "invocation"
     n: int
@@ -50,6 +51,7 @@ class Invoked:
     exit_code: int | None
     timed_out: bool
     wall_s: float
+    tool_calls: int = 0
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,13 @@ class Gate(Protocol):
     def close_invocation(self) -> None: ...
 
 
+class ToolGate(Gate, Protocol):
+    """The tool server: a gate that also tells how many requests the invocation it closed last made."""
+
+    @property
+    def requests(self) -> int: ...
+
+
 @dataclass
 class Endpoints:
     """What the agent is told about its interfaces; tokens are opened per invocation."""
@@ -46,7 +53,7 @@ class Endpoints:
     mcp_url: str = ""
     rest_url: str = ""
     model_url: str = ""
-    tools: Gate | None = None
+    tools: ToolGate | None = None
     model: Gate | None = None
 
 
@@ -208,10 +215,11 @@ class Session:
             )
         )
         self.invocations += 1
+        tool_calls = self.endpoints.tools.requests if self.endpoints.tools is not None else 0
         self.events.handle(
             Invoked(
                 n=n, start_s=start_s, end_s=end_s, exit_code=outcome.exit_code, timed_out=outcome.timed_out,
-                wall_s=round(outcome.wall_s, 3),
+                wall_s=round(outcome.wall_s, 3), tool_calls=tool_calls,
             )
         )  # fmt: skip
         # Evidence of repair must come after the agent acted: the artifacts are read once the world has

@@ -31,7 +31,7 @@ EXAMPLES: list[tuple[Event, dict[str, Any]]] = [
     (Concurrency(t=125.0, active=2, firing=1), {"type": "concurrency", "t": 125.0, "active": 2, "firing": 1}),
     (Boundary(k=3, of=15, t=180.0), {"type": "boundary", "k": 3, "of": 15, "t": 180.0}),
     (
-        Invoked(n=3, start_s=180.0, end_s=181.5, exit_code=0, timed_out=False, wall_s=1.234),
+        Invoked(n=3, start_s=180.0, end_s=181.5, exit_code=0, timed_out=False, wall_s=1.234, tool_calls=4),
         {
             "type": "invocation",
             "n": 3,
@@ -40,6 +40,7 @@ EXAMPLES: list[tuple[Event, dict[str, Any]]] = [
             "exit_code": 0,
             "timed_out": False,
             "wall_s": 1.234,
+            "tool_calls": 4,
         },
     ),
     (
