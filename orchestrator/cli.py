@@ -43,6 +43,10 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "run": ("run a marathon and score it", ("orchestrator.api.run_command",)),
     "serve": ("serve the control plane API and dashboard", ("orchestrator.api.commands",)),
     "nightly": ("run the nightly benchmark matrix", ("orchestrator.api.commands",)),
+    "leaderboard": (
+        "mean score and its 95 percent CI per app and agent over seeds, from the registry or bundles",
+        ("orchestrator.api.leaderboard_commands",),
+    ),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(
     dict.fromkeys(module for _, modules in COMMANDS.values() for module in modules)

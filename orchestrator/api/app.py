@@ -19,9 +19,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sse_starlette.sse import EventSourceResponse
 
 from orchestrator.api import artifacts, dashboard
-from orchestrator.api.leaderboard import leaderboard_rows
+from orchestrator.api.leaderboard import leaderboard, result_of_row
 from orchestrator.api.metrics import Metrics
-from orchestrator.api.models import Created, Health, Leaderboard, RunPage, RunRequest, RunView, Status
+from orchestrator.api.models import Created, Health, Leaderboard, RunPage, RunRequest, RunView, Source, Status
 from orchestrator.api.registry import Registry, RunRow, TargetBusy
 from orchestrator.api.runs import RunManager, TooManyRuns, config_problems
 from orchestrator.api.views import links_of, view_of
@@ -59,6 +59,18 @@ def authorised(request: Request, credentials: Credentials) -> None:
     given = credentials.credentials if credentials is not None else ""
     if not secrets.compare_digest(given.encode(), token.encode()):
         raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+
+RUN_FILTERS = ("app", "agent", "status", "source", "seed", "offset", "limit")
+
+
+def known_filters(request: Request) -> None:
+    """Refuse a query parameter ``GET /runs`` does not know, naming it (a dependency, so it is answered
+    before the known parameters are validated)."""
+    unknown = sorted(set(request.query_params) - set(RUN_FILTERS))
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise HTTPException(400, f"unknown query parameter {names}; known: {', '.join(RUN_FILTERS)}")
 
 
 def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
@@ -119,15 +131,24 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
             raise HTTPException(429, str(exc)) from None
         return Created(id=row.id, status="running", links=links_of(row.id))
 
-    @app.get("/runs", response_model=RunPage)
+    @app.get(
+        "/runs", response_model=RunPage, dependencies=[Depends(known_filters)],
+        responses={400: {"description": "a query parameter that is not a filter (it is named)"}},
+    )  # fmt: skip
     def list_runs(
         app_name: Annotated[str | None, Query(alias="app", max_length=64)] = None,
         agent: Annotated[str | None, Query(max_length=128)] = None,
         status: Annotated[Status | None, Query()] = None,
+        source: Annotated[Source | None, Query(description="who started the run")] = None,
+        seed: Annotated[int | None, Query(ge=0, le=2**31 - 1)] = None,
         offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> RunPage:
-        total, rows = registry.page(app=app_name, agent=agent, status=status, offset=offset, limit=limit)
+        """Runs newest first, filtered by every filter given; an unknown query parameter is refused (400)
+        rather than ignored, so a misspelt filter never answers with every run."""
+        total, rows = registry.page(
+            app=app_name, agent=agent, status=status, source=source, seed=seed, offset=offset, limit=limit
+        )
         return RunPage(total=total, offset=offset, limit=limit, runs=[view_of(r) for r in rows])
 
     @app.get("/runs/{run_id}", response_model=RunView, responses=NOT_FOUND)
@@ -215,7 +236,10 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
 
     @app.get("/leaderboard", response_model=Leaderboard)
     def get_leaderboard() -> Leaderboard:
-        return Leaderboard(rows=leaderboard_rows(registry.scored()))
+        """Per app x agent, the mean marathon score over seeds (the latest completed run of each seed) with
+        its 95 % Student t interval (null with one seed), the mean component figures and the consistency
+        of fault resolution; stopped, failed and interrupted runs are listed apart, in no mean."""
+        return leaderboard(result_of_row(row) for row in registry.ended())
 
     @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
     def get_metrics() -> Response:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["queued", "running", "stopping", "finished", "stopped", "failed", "interrupted"]
+Source = Literal["api", "cli", "nightly"]  # who started a run (a nightly run's source is dated)
 WEEK_S = 7 * 24 * 3600
 
 
@@ -105,22 +106,77 @@ class Created(BaseModel):
 
 class ScoreEntry(BaseModel):
     run_id: str
+    seed: int
     marathon_score: float
     created_at: str
     link: str
-    report: str
+    report: str | None = Field(description="the run's HTML report (null for a bundle read from disk)")
+
+
+class SeedScore(BaseModel):
+    seed: int
+    run_id: str = Field(description="the seed's latest completed run, the one counted")
+    marathon_score: float
+
+
+class Interval(BaseModel):
+    """A two-sided Student t confidence interval of the mean over seeds."""
+
+    level: float = Field(description="the confidence level, 0.95")
+    low: float
+    high: float
+    half_width: float = Field(description="the mean plus or minus this is the interval")
+
+
+class KindShare(BaseModel):
+    catalog_id: str = Field(description="a fault kind: its catalog entry")
+    seeds: int = Field(description="counted seeds whose run injected this kind")
+    resolved: int = Field(
+        description="of those, seeds where every fault of this kind was handled end to end (a = b = c = 1)"
+    )
+    share: float = Field(description="resolved / seeds")
 
 
 class LeaderboardRow(BaseModel):
+    """One app x agent over its completed runs, one run per seed (the latest)."""
+
     app: str
     agent: str
-    runs: int
+    n: int = Field(description="seeds counted")
+    seeds: list[int]
+    mean: float = Field(description="mean marathon score over the seeds")
+    ci95: Interval | None = Field(
+        description="95 % Student t interval of the mean; null with one seed (no spread to estimate)"
+    )
+    components: dict[str, float] = Field(
+        description="mean over the seeds of each scorecard figure present: corr, loc, loc_strict, rep, "
+        "risk, degradation_level"
+    )
+    consistency: float | None = Field(
+        description="mean over fault kinds of the share of seeds resolving the kind (null with no fault)"
+    )
+    kinds: list[KindShare]
+    counted: list[SeedScore]
+    runs: int = Field(description="completed runs, a seed's earlier runs included")
     best: ScoreEntry
     latest: ScoreEntry
 
 
+class IncompleteRun(BaseModel):
+    """An ended run kept out of the means: stopped, failed, interrupted, partial or not scored."""
+
+    run_id: str
+    app: str
+    agent: str
+    seed: int
+    status: str
+    reason: str | None
+    link: str
+
+
 class Leaderboard(BaseModel):
     rows: list[LeaderboardRow]
+    incomplete: list[IncompleteRun] = Field(description="ended runs that are in no mean, with their status")
 
 
 class Health(BaseModel):

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
+    ColumnElement,
     Engine,
     Float,
     Index,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    or_,
     select,
     update,
 )
@@ -234,16 +236,24 @@ class Registry:
         app: str | None = None,
         agent: str | None = None,
         status: str | None = None,
+        source: str | None = None,
+        seed: int | None = None,
         offset: int = 0,
         limit: int = 50,
     ) -> tuple[int, list[RunRow]]:
-        """Newest first, with the total count of matching runs."""
-        query = select(runs)
-        count = select(func.count()).select_from(runs)
+        """Newest first, with the total count of matching runs. ``source`` matches a run's source or its
+        first word (the nightly job writes ``nightly <date>``)."""
+        conditions: list[ColumnElement[bool]] = []
         for column, value in ((runs.c.app, app), (runs.c.agent, agent), (runs.c.status, status)):
             if value is not None:
-                query = query.where(column == value)
-                count = count.where(column == value)
+                conditions.append(column == value)
+        if seed is not None:
+            conditions.append(runs.c.seed == seed)
+        if source is not None:
+            dated = runs.c.source.startswith(f"{source} ", autoescape=True)
+            conditions.append(or_(runs.c.source == source, dated))
+        query = select(runs).where(*conditions)
+        count = select(func.count()).select_from(runs).where(*conditions)
         with self._tx() as tx:
             total = int(tx.execute(count).scalar() or 0)
             rows = tx.execute(query.order_by(runs.c.seq.desc()).offset(offset).limit(limit)).mappings()
@@ -260,6 +270,13 @@ class Registry:
             rows = tx.execute(
                 select(runs).where(runs.c.marathon_score.is_not(None)).order_by(runs.c.seq)
             ).mappings()
+            return [_row(r) for r in rows]
+
+    def ended(self) -> list[RunRow]:
+        """Every ended run, scored or not, oldest first (the leaderboard's input: it keeps the completed
+        ones in its means and lists the others apart)."""
+        with self._tx() as tx:
+            rows = tx.execute(select(runs).where(runs.c.status.in_(ENDED)).order_by(runs.c.seq)).mappings()
             return [_row(r) for r in rows]
 
 

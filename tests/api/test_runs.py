@@ -1,5 +1,6 @@
 """The control plane over HTTP against a live ``marathon serve``: a whole twin run followed through its
-event stream, a run stopped mid-way, and the answers to bad, unauthorised and unknown requests."""
+event stream, a run stopped mid-way, and the answers to bad, unauthorised and unknown requests; and, in
+process, the filters of the run list."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
+from orchestrator.api.app import Settings, create_app
 from orchestrator.api.events import EventLog
 from orchestrator.api.registry import Registry
 from orchestrator.bundle.verify import verify_bundle
@@ -259,3 +262,47 @@ def test_a_kubeconfig_whose_cluster_does_not_answer_is_a_422_on_the_kubeconfig_f
         answer = client.post("/runs", json=body, headers=AUTH)
     assert answer.status_code == 422, answer.text
     assert ["body", "kubeconfig"] in [problem["loc"] for problem in answer.json()["detail"]]
+
+
+def test_the_run_list_is_filtered_by_app_agent_status_source_and_seed_and_refuses_an_unknown_filter(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'registry.sqlite'}"
+    registry = Registry(url)
+    rows = [  # id, app, agent, status, source, seed
+        ("r1", "online-boutique", "noop", "finished", "api", 7),
+        ("r2", "online-boutique", "runbook", "stopped", "cli", 7),
+        ("r3", "hotel-reservation", "noop", "finished", "nightly 2026-01-01", 3),
+        ("r4", "online-boutique", "noop", "failed", "nightly 2026-01-02", 7),
+        ("r5", "online-boutique", "noop", "finished", "nightlyish", 1),  # not a nightly run
+    ]
+    for run_id, app, agent, status, source, seed in rows:
+        registry.create(fields={
+            "id": run_id, "app": app, "seed": seed, "agent": agent, "backend": "twin", "clock": "stepped",
+            "target": f"twin:{run_id}", "source": source, "config_json": {}, "home": tmp_path / run_id,
+            "created_at": "2026-01-01T00:00:00+00:00",
+        })  # fmt: skip
+        registry.update(run_id, status=status)
+    cases: list[tuple[dict[str, str | int], list[str]]] = [
+        ({}, ["r5", "r4", "r3", "r2", "r1"]),
+        ({"source": "nightly"}, ["r4", "r3"]),
+        ({"source": "cli"}, ["r2"]),
+        ({"seed": 7}, ["r4", "r2", "r1"]),
+        ({"seed": 7, "source": "nightly"}, ["r4"]),
+        ({"app": "hotel-reservation"}, ["r3"]),
+        ({"agent": "runbook"}, ["r2"]),
+        ({"status": "finished", "agent": "noop"}, ["r5", "r3", "r1"]),
+        ({"seed": 7, "limit": 1, "offset": 1}, ["r2"]),
+    ]
+    with TestClient(create_app(Settings(db_url=url, data_dir=tmp_path, token="t"))) as client:
+        for params, expected in cases:
+            page = client.get("/runs", params=params).json()
+            assert [run["id"] for run in page["runs"]] == expected, params
+            assert page["total"] == (3 if params.get("limit") else len(expected)), params
+        for unknown in ({"sauce": "nightly"}, {"seed": 7, "sead": 7}, {"Source": "api"}):
+            refused = client.get("/runs", params=unknown)
+            assert refused.status_code == 400, unknown
+            (name,) = set(unknown) - {"seed"}
+            assert repr(name) in refused.json()["detail"], refused.json()
+        assert client.get("/runs", params={"source": "elsewhere"}).status_code == 422
+        assert client.get("/runs", params={"seed": -1}).status_code == 422
