@@ -22,6 +22,7 @@ from orchestrator.api import artifacts, dashboard
 from orchestrator.api.leaderboard import leaderboard, result_of_row
 from orchestrator.api.metrics import Metrics
 from orchestrator.api.models import Created, Health, Leaderboard, RunPage, RunRequest, RunView, Source, Status
+from orchestrator.api.nightly_routes import mount_nightly
 from orchestrator.api.registry import Registry, RunRow, TargetBusy
 from orchestrator.api.runs import RunManager, TooManyRuns, config_problems
 from orchestrator.api.views import links_of, view_of
@@ -249,6 +250,7 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
     def healthz() -> Health:
         return Health(status="ok", active_runs=len(runs.live))
 
+    mount_nightly(app, registry)
     dashboard.mount(app)
     return app
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from orchestrator.errors import ConfigError, Problem
 
@@ -18,7 +23,8 @@ DEFAULT_NIGHTLY = Path("deploy") / "nightly.yaml"
 
 def add_registry_arguments(parser: argparse.ArgumentParser) -> None:
     """Where the control plane keeps runs: ``serve``, ``nightly``, ``run`` and ``leaderboard`` share them."""
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="where run homes live")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="where run homes live (default: "
+                        "%(default)s)")  # fmt: skip
     parser.add_argument("--db", default=None, help="SQLAlchemy URL of the run registry (default: SQLite "
                         "in the data directory; postgresql+psycopg://... works too)")  # fmt: skip
 
@@ -42,9 +48,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_registry_arguments(serve)
     serve.set_defaults(func=_serve)
 
-    nightly = subparsers.add_parser("nightly", help="run the nightly benchmark matrix")
-    nightly.add_argument("--once", action="store_true", required=True, help="run the matrix now and exit")
-    nightly.add_argument("--config", type=Path, default=DEFAULT_NIGHTLY)
+    nightly = subparsers.add_parser(
+        "nightly", help="run the nightly benchmark matrix",
+        description="Run the nightly matrix (apps x agents x seeds) on its cron schedule, in the foreground "
+        "until interrupted, or once now. Each execution is one night in the run registry (GET /nightly).",
+    )  # fmt: skip
+    nightly.add_argument("--once", action="store_true", help="run the matrix now, once, and exit (default: "
+                         "run it on its cron schedule until interrupted)")  # fmt: skip
+    nightly.add_argument("--config", type=Path, default=DEFAULT_NIGHTLY, help="the matrix file (default: "
+                         "%(default)s)")  # fmt: skip
     add_registry_arguments(nightly)
     nightly.set_defaults(func=_nightly)
 
@@ -108,6 +120,7 @@ def _serve(args: argparse.Namespace) -> int:
     nightly = args.nightly or (DEFAULT_NIGHTLY if DEFAULT_NIGHTLY.is_file() else None)
     if args.no_nightly:
         nightly = None
+    upcoming = _upcoming_night(nightly) if nightly is not None else None  # a bad file: one line, no start
     sock = _listen(args.host, args.port)
     try:
         url = db_url(args)
@@ -115,6 +128,8 @@ def _serve(args: argparse.Namespace) -> int:
         app = create_app(settings, nightly=nightly)
         port = sock.getsockname()[1]
         print(f"marathon control plane at http://{args.host}:{port}/ (registry {url})", flush=True)
+        if upcoming is not None:
+            print(f"nightly matrix {nightly}: next night at {upcoming}", flush=True)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5))
         server.run(sockets=[sock])
     finally:
@@ -122,28 +137,87 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _upcoming_night(path: Path) -> str:
+    from datetime import UTC, datetime
+
+    from orchestrator.api.nightly import load_nightly, upcoming_night
+
+    return upcoming_night(load_nightly(path), now=datetime.now(UTC))
+
+
 def _nightly(args: argparse.Namespace) -> int:
     from orchestrator.api.metrics import Metrics
-    from orchestrator.api.nightly import load_nightly, matrix, run_matrix
+    from orchestrator.api.nightly import load_nightly
     from orchestrator.api.registry import Registry
     from orchestrator.api.runs import RunManager
 
     config = load_nightly(args.config)
-    registry = Registry(db_url(args))
+    url = db_url(args)
     manager = RunManager(
-        registry=registry, metrics=Metrics(), data_dir=args.data.resolve(), max_active=config.concurrency
+        registry=Registry(url), metrics=Metrics(), data_dir=args.data.resolve(), max_active=config.concurrency
     )
     manager.recover()
-    print(f"nightly matrix: {len(matrix(config))} runs, {config.concurrency} at once", flush=True)
-    cells = run_matrix(manager, config)
-    failed = 0
-    for cell in cells:
-        row = registry.get(cell.run_id) if cell.run_id else None
-        score = f"{row.marathon_score:.1f}" if row is not None and row.marathon_score is not None else "-"
-        r = cell.request
-        line = f"{r.app:<18} {r.agent:<10} seed {r.seed:<6} {cell.status:<11} score {score:<6}"
-        print(f"{line} {cell.run_id or ''}")
-        if cell.error:
-            print(f"    {cell.error}", file=sys.stderr)
-        failed += cell.status != "finished"
-    return 1 if failed else 0
+    stop = threading.Event()
+    with _stopping_on_signals(stop):
+        if args.once:
+            return _night_now(manager, config, stop=stop, registry_url=url)
+        return _nights_on_schedule(manager, config, path=args.config, db=url, stop=stop)
+
+
+@contextmanager
+def _stopping_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` (runs in progress are stopped, sealed and scored); a second one
+    interrupts at once."""
+
+    def handler(_signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _say_tick(tick: Any) -> None:
+    from orchestrator.api.nightly import tick_line
+
+    print(tick_line(tick), flush=True)
+    if tick.kind == "ended" and tick.cell.error:
+        r = tick.cell.request
+        print(f"{r.app} {r.agent} seed {r.seed}: {tick.cell.error}", file=sys.stderr, flush=True)
+
+
+def _night_now(manager: Any, config: Any, *, stop: threading.Event, registry_url: str) -> int:
+    from orchestrator.api.nightly import matrix, new_night, run_matrix, summary_table
+
+    night = new_night()
+    total = len(matrix(config))
+    print(f"night {night}: {total} runs, {config.concurrency} at once (registry {registry_url})", flush=True)
+    cells = run_matrix(manager, config, night=night, stop=stop, progress=_say_tick)
+    print(summary_table(cells), flush=True)
+    if stop.is_set():
+        print(f"marathon: interrupted: {total - len(cells)} of {total} runs not started", file=sys.stderr)
+        return 130
+    return 1 if any(cell.failed for cell in cells) else 0
+
+
+def _nights_on_schedule(manager: Any, config: Any, *, path: Path, db: str, stop: threading.Event) -> int:
+    """The matrix on its cron trigger until a signal: a night in progress is stopped (its runs sealed and
+    scored), then the process ends with 0."""
+    from orchestrator.api.nightly import FOREGROUND_JOB_TABLE, next_run_at, start_scheduler, stop_scheduler
+
+    scheduler = start_scheduler(manager, config_path=path, db_url=db, table=FOREGROUND_JOB_TABLE)
+    try:
+        print(f"nightly matrix {path}: cron {config.cron!r} ({config.timezone}); next night at "
+              f"{next_run_at()}; Ctrl-C stops", flush=True)  # fmt: skip
+        while not stop.wait(timeout=1.0):
+            pass
+    finally:
+        stop_scheduler(scheduler, wait=True)
+        manager.shutdown()
+    print("nightly: stopped", flush=True)
+    return 0

@@ -1,15 +1,18 @@
 """Nightly benchmarks: a matrix of apps x agents x seeds from ``deploy/nightly.yaml``, run with a bounded
 number of marathons at once, results in the run registry (and so on the leaderboard).
 
-The schedule is APScheduler 3's cron trigger with its SQLAlchemy job store in the registry's database, so
-a restarted server keeps its schedule and knows a missed night.
+Each execution of the matrix is one *night*, named by the UTC time it started; its runs carry the source
+``nightly <night>`` in the registry, which is how ``GET /nightly`` groups them. The schedule is APScheduler
+3's cron trigger with its SQLAlchemy job store in the registry's database.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,12 +20,19 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestrator.api.models import RunRequest, ScheduleOverrides
+from orchestrator.api.recovery import RUN_DIR
 from orchestrator.api.registry import RunRow, TargetBusy
 from orchestrator.api.runs import RunManager, TooManyRuns
+from orchestrator.bundle.seal import is_sealed
 from orchestrator.errors import ConfigError, Problem
+from orchestrator.run.finishing import BUNDLE_DIR
 
 JOB_ID = "nightly-matrix"
+JOB_TABLE = "nightly_jobs"  # ``marathon serve``'s job store
+# ``marathon nightly``'s own: schedulers sharing a job store would each fire the other's job too.
+FOREGROUND_JOB_TABLE = "nightly_foreground_jobs"
 POLL_S = 0.5
+SOURCE = "nightly"  # a night's runs have the source "nightly <night>"
 
 
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -133,87 +143,203 @@ def matrix(config: NightlyConfig) -> list[RunRequest]:
     ]
 
 
+def new_night() -> str:
+    """A night's name: the UTC time its matrix starts, to the millisecond (wall-clock bookkeeping only)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def night_source(night: str) -> str:
+    return f"{SOURCE} {night}"
+
+
 @dataclass(frozen=True)
 class Cell:
+    """One cell of a night: its request, and the run it became (none when it was refused)."""
+
     request: RunRequest
     run_id: str | None
     status: str
     error: str = ""
+    score: float | None = None
+    wall_s: float = 0.0
+    bundle: Path | None = None  # the sealed bundle, when there is one
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "finished"
+
+
+@dataclass(frozen=True)
+class Tick:
+    """A cell started or ended, and how many of the night's cells have ended (``done`` of ``total``)."""
+
+    kind: Literal["started", "ended"]
+    cell: Cell
+    done: int
+    total: int
+
+
+Progress = Callable[[Tick], None]
 
 
 def run_matrix(
     manager: RunManager,
     config: NightlyConfig,
     *,
-    source: str = "nightly",
+    night: str | None = None,
     stop: threading.Event | None = None,
+    progress: Progress | None = None,
 ) -> list[Cell]:
-    """Run every cell, at most ``config.concurrency`` at once; a cell whose cluster is busy waits its turn,
-    one that is refused is recorded and the matrix goes on."""
+    """Run every cell as one night, at most ``config.concurrency`` at once; a cell whose cluster is busy
+    waits its turn, one that is refused is recorded and the matrix goes on. ``progress`` hears of every
+    start and end."""
     stop = stop or threading.Event()
-    pending = list(enumerate(matrix(config)))
-    running: dict[int, tuple[RunRequest, RunRow]] = {}
+    source = night_source(night or new_night())
+    tell = progress or (lambda _tick: None)
+    requests = matrix(config)
+    pending = list(enumerate(requests))
+    running: dict[int, tuple[RunRequest, RunRow, float]] = {}
     cells: dict[int, Cell] = {}
+
+    def ended(index: int, cell: Cell) -> None:
+        cells[index] = cell
+        tell(Tick("ended", cell, len(cells), len(requests)))
+
     while (pending or running) and not stop.is_set():
         while pending and len(running) < config.concurrency:
             index, request = pending[0]
             try:
-                running[index] = (request, manager.submit(request, source=source))
+                row = manager.submit(request, source=source)
             except (TargetBusy, TooManyRuns):
                 break  # try again once one of ours has ended
             except ConfigError as exc:
-                cells[index] = Cell(request, None, "refused", str(exc))
+                ended(index, Cell(request, None, "refused", str(exc)))
+            else:
+                running[index] = (request, row, time.monotonic())
+                tell(Tick("started", Cell(request, row.id, row.status), len(cells), len(requests)))
             pending.pop(0)
-        for index, (request, row) in list(running.items()):
+        for index, (request, row, began) in list(running.items()):
             if manager.wait(row.id, timeout=0):
-                cells[index] = _ended(manager, request, row)
                 del running[index]
+                ended(index, _ended(manager, request, row, began))
         if running or pending:
             stop.wait(POLL_S)
-    for index, (request, row) in running.items():  # asked to stop: stopped, not abandoned
+    for index, (request, row, began) in running.items():  # asked to stop: stopped, not abandoned
         manager.stop(row.id)
         manager.wait(row.id)
-        cells[index] = _ended(manager, request, row)
+        ended(index, _ended(manager, request, row, began))
     return [cells[i] for i in sorted(cells)]
 
 
-def _ended(manager: RunManager, request: RunRequest, row: RunRow) -> Cell:
-    ended = manager.registry.get(row.id)
-    return Cell(request, row.id, ended.status if ended else "unknown", (ended.error or "") if ended else "")
+def _ended(manager: RunManager, request: RunRequest, row: RunRow, began: float) -> Cell:
+    wall = time.monotonic() - began
+    now = manager.registry.get(row.id)
+    if now is None:
+        return Cell(request, row.id, "unknown", wall_s=wall)
+    bundle = now.home / RUN_DIR / BUNDLE_DIR
+    return Cell(
+        request, row.id, now.status, now.error or "", score=now.marathon_score, wall_s=wall,
+        bundle=bundle if is_sealed(bundle) else None,
+    )  # fmt: skip
 
 
-# The scheduled job is stored by reference in the job store; it finds the server's manager here.
+def tick_line(tick: Tick) -> str:
+    """One progress line (no side effects)."""
+    cell, r = tick.cell, tick.cell.request
+    score = "-" if cell.score is None else f"{cell.score:.1f}"
+    return (
+        f"{tick.kind:<7}  {r.app}  {r.agent}  seed {r.seed}  run {cell.run_id or '-'}  {cell.status}  "
+        f"score {score}  wall {cell.wall_s:.1f}s  {tick.done}/{tick.total} done"
+    )
+
+
+def summary_table(cells: list[Cell]) -> str:
+    """The night's table, one row per cell, and how many failed (no side effects)."""
+    header = ("app", "agent", "seed", "status", "score", "report", "bundle")
+    rows = [header] + [
+        (c.request.app, c.request.agent, str(c.request.seed), c.status,
+         "-" if c.score is None else f"{c.score:.1f}",
+         f"/runs/{c.run_id}/report" if c.run_id else "-", str(c.bundle) if c.bundle else "-")
+        for c in cells
+    ]  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    failed = sum(c.failed for c in cells)
+    lines.append(f"{len(cells)} run{'' if len(cells) == 1 else 's'}, {failed} failed")
+    return "\n".join(lines)
+
+
+def print_night(line: str) -> None:
+    print(line, flush=True)
+
+
+# The scheduled job is stored by reference in the job store; it finds the process's manager here.
 _SERVING: dict[str, Any] = {}
 
 
 def scheduled_matrix(config_path: str) -> None:
     manager: RunManager | None = _SERVING.get("manager")
     stop: threading.Event | None = _SERVING.get("stop")
+    say: Callable[[str], None] = _SERVING.get("say", print_night)
     if manager is None or stop is None or stop.is_set():
         return
-    stamp = time.strftime("%Y-%m-%d", time.gmtime())  # a label for the registry's source column only
-    run_matrix(manager, load_nightly(Path(config_path)), source=f"nightly {stamp}", stop=stop)
+    night = new_night()
+    config = load_nightly(Path(config_path))
+    say(f"night {night}: {len(matrix(config))} runs, {config.concurrency} at once")
+    cells = run_matrix(manager, config, night=night, stop=stop, progress=lambda tick: say(tick_line(tick)))
+    say(summary_table(cells))
+    upcoming = next_run_at()
+    if upcoming is not None and not stop.is_set():
+        say(f"next night at {upcoming}")
 
 
-def stop_scheduler(scheduler: Any) -> None:
-    """No new job, and a matrix in progress starts no further run (the server stops those it runs)."""
-    scheduler.shutdown(wait=False)
+def next_run_at() -> str | None:
+    """When the scheduler of this process fires the matrix next, or None when it schedules none."""
+    scheduler = _SERVING.get("scheduler")
+    if scheduler is None or not scheduler.running:
+        return None
+    job = scheduler.get_job(JOB_ID)
+    when: datetime | None = None if job is None else job.next_run_time
+    return None if when is None else when.isoformat()
+
+
+def upcoming_night(config: NightlyConfig, *, now: datetime) -> str:
+    """When the matrix's cron trigger fires next after ``now`` (no side effects)."""
+    when: datetime = crontab_trigger(config.cron, timezone=config.timezone).get_next_fire_time(None, now)
+    return when.isoformat()
+
+
+def stop_scheduler(scheduler: Any, *, wait: bool = False) -> None:
+    """No new job, and a matrix in progress starts no further run (the server stops those it runs);
+    ``wait``: until that matrix has ended."""
     stop: threading.Event | None = _SERVING.get("stop")
     if stop is not None:
         stop.set()
+    scheduler.shutdown(wait=wait)
+    if _SERVING.get("scheduler") is scheduler:
+        del _SERVING["scheduler"]
 
 
-def start_scheduler(manager: RunManager, *, config_path: Path, db_url: str) -> Any:
+def start_scheduler(
+    manager: RunManager,
+    *,
+    config_path: Path,
+    db_url: str,
+    table: str = JOB_TABLE,
+    say: Callable[[str], None] = print_night,
+) -> Any:
     """A background scheduler firing the matrix on the file's cron expression, its job kept in the
-    registry's database (replaced on every start, so an edited file takes effect)."""
+    registry's database in ``table`` (replaced on every start, so an edited file takes effect); ``say``
+    tells each night's progress."""
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
     from apscheduler.schedulers.background import BackgroundScheduler
 
     config = load_nightly(config_path)
     _SERVING["manager"] = manager
     _SERVING["stop"] = threading.Event()
+    _SERVING["say"] = say
     scheduler = BackgroundScheduler(
-        jobstores={"default": SQLAlchemyJobStore(url=db_url, tablename="nightly_jobs")},
+        jobstores={"default": SQLAlchemyJobStore(url=db_url, tablename=table)},
         job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600},
         timezone=config.timezone,
     )
@@ -225,4 +351,5 @@ def start_scheduler(manager: RunManager, *, config_path: Path, db_url: str) -> A
         replace_existing=True,
     )
     scheduler.start()
+    _SERVING["scheduler"] = scheduler
     return scheduler
