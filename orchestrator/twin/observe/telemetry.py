@@ -10,7 +10,6 @@ optionally the samples themselves, are kept so that two runs can be compared byt
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 import queue
 import struct
@@ -18,10 +17,9 @@ import threading
 from collections.abc import Iterable
 from functools import lru_cache
 
-from prometheus_remote_writer import RemoteWriter
-
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe.metrics import Labels, Sample
+from orchestrator.twin.observe.remote_write import Encoder, RemoteWriteClient
 from orchestrator.twin.timefmt import EPOCH
 
 # Prometheus' staleness marker: a NaN with this exact bit pattern ends a series at that timestamp.
@@ -59,7 +57,8 @@ class Telemetry:
         self._digest = hashlib.sha256()
         self._scrapes: list[tuple[int, list[tuple[str, Labels]], list[float]]] = []
         self._last_keys: list[tuple[str, Labels]] = []
-        self._writer: RemoteWriter | None = None
+        self._writer: RemoteWriteClient | None = None
+        self._encoder = Encoder()
         self._queue: queue.Queue[list[tuple[int, list[tuple[str, Labels]], list[float]]] | None] | None = None
         self._thread: threading.Thread | None = None
         self._error: TelemetryError | None = None
@@ -68,14 +67,7 @@ class Telemetry:
         self.requests = 0
         if remote_write_url is not None:
             self._queue = queue.Queue()
-            self._writer = RemoteWriter(
-                url=remote_write_url,
-                sort_labels=False,  # labels arrive sorted, with __name__ first
-                max_series_per_request=MAX_SERIES_PER_REQUEST,
-                retries=2,
-                timeout=30.0,
-                logger=logging.getLogger("orchestrator.twin.observe.telemetry"),
-            )
+            self._writer = RemoteWriteClient(remote_write_url, retries=2, timeout_s=30.0)
 
     @property
     def digest(self) -> str:
@@ -141,28 +133,10 @@ class Telemetry:
 
     def _push(self, scrapes: list[tuple[int, list[tuple[str, Labels]], list[float]]]) -> None:
         assert self._writer is not None
-        buffered: dict[tuple[str, Labels], tuple[list[float], list[int]]] = {}
-        for ts, keys, values in scrapes:
-            for key, value in zip(keys, values, strict=True):
-                found = buffered.get(key)
-                if found is None:
-                    found = buffered[key] = ([], [])
-                found[0].append(value)
-                found[1].append(ts)
-        items = [
-            {"metric": {"__name__": name, **dict(labels)}, "values": values, "timestamps": stamps}
-            for (name, labels), (values, stamps) in buffered.items()
-        ]
-        try:
-            result = self._writer.send(items)
-        except (RuntimeError, ValueError) as exc:
-            raise TelemetryError(f"remote write to {self.url} failed: {exc}") from exc
-        response = result.last_response
-        if response is not None and response.status_code >= 400:
-            status = response.status_code
-            raise TelemetryError(f"remote write to {self.url} answered {status}: {response.text}")
-        self.pushed_samples += result.samples_sent
-        self.requests += result.requests_sent
+        for body in self._encoder.requests(scrapes, max_series=MAX_SERIES_PER_REQUEST):
+            self._writer.post(body)
+            self.requests += 1
+        self.pushed_samples += sum(len(values) for _, _, values in scrapes)
 
     def close(self) -> None:
         if self._queue is not None and self._thread is not None:

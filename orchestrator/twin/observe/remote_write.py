@@ -1,0 +1,124 @@
+"""Prometheus remote write (protocol 1.0) for the twin: scrapes encoded straight into the ``WriteRequest``
+protobuf wire format, snappy-compressed and posted.
+
+The bytes are those the protobuf runtime writes for the same ``WriteRequest`` (proto3: a label with an empty
+value and a sample whose value bits or timestamp are zero leave that field out). Encoding by hand keeps a
+series' labels encoded once for the run and builds no message object per sample, which is most of what a
+marathon's telemetry costs.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+
+import cramjam
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from orchestrator.errors import TelemetryError
+from orchestrator.twin.observe.metrics import Labels
+
+HEADERS = {
+    "Content-Type": "application/x-protobuf",
+    "Content-Encoding": "snappy",
+    "X-Prometheus-Remote-Write-Version": "0.1.0",
+    "User-Agent": "marathon-twin",
+}
+_ZERO = bytes(8)
+Key = tuple[str, Labels]
+Scrape = tuple[int, Sequence[Key], Sequence[float]]
+
+
+def varint(value: int) -> bytes:
+    """The protobuf varint of a non-negative ``value`` (no side effects)."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(tag: int, body: bytes) -> bytes:
+    return bytes((tag,)) + varint(len(body)) + body
+
+
+def _text(tag: int, text: str) -> bytes:
+    return _field(tag, text.encode()) if text else b""
+
+
+def label_bytes(name: str, labels: Labels) -> bytes:
+    """The encoded ``labels`` field of one TimeSeries: ``__name__`` first, then ``labels`` as given."""
+    return b"".join(
+        _field(0x0A, _text(0x0A, key) + _text(0x12, value)) for key, value in (("__name__", name), *labels)
+    )
+
+
+class Encoder:
+    """Turns scrapes into ``WriteRequest`` bodies; remembers each series' encoded labels."""
+
+    def __init__(self) -> None:
+        self._labels: dict[Key, bytes] = {}
+
+    def timeseries(self, scrapes: Sequence[Scrape]) -> list[bytes]:
+        """One encoded TimeSeries (without its field header) per series, in order of first appearance, its
+        samples in time order (no side effects beyond the label cache)."""
+        samples: dict[Key, list[bytes]] = {}
+        for ts, keys, values in scrapes:
+            stamp = b"\x10" + varint(ts)
+            with_value = b"\x12" + bytes((9 + len(stamp),)) + b"\x09"
+            zero = b"\x12" + bytes((len(stamp),)) + stamp
+            packed = struct.pack(f"<{len(values)}d", *values)
+            for index, key in enumerate(keys):
+                found = samples.get(key)
+                if found is None:
+                    found = samples[key] = []
+                raw = packed[8 * index : 8 * index + 8]
+                found.append(zero if raw == _ZERO else with_value + raw + stamp)
+        series = []
+        for key, encoded in samples.items():
+            labels = self._labels.get(key)
+            if labels is None:
+                labels = self._labels[key] = label_bytes(*key)
+            series.append(labels + b"".join(encoded))
+        return series
+
+    def requests(self, scrapes: Sequence[Scrape], *, max_series: int) -> Iterator[bytes]:
+        """Uncompressed ``WriteRequest`` bodies of at most ``max_series`` series each."""
+        series = self.timeseries(scrapes)
+        for start in range(0, len(series), max_series):
+            yield b"".join(_field(0x0A, one) for one in series[start : start + max_series])
+
+
+class RemoteWriteClient:
+    """Posts encoded write requests to one Prometheus; failures become ``TelemetryError``."""
+
+    def __init__(self, url: str, *, retries: int = 2, timeout_s: float = 30.0) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self._session = requests.Session()
+        retry = Retry(
+            total=retries,
+            backoff_factor=0.5,
+            status_forcelist=(429, 500, 502, 503, 504),
+            allowed_methods=frozenset(["POST"]),
+            raise_on_status=False,
+        )
+        self._session.mount("http://", HTTPAdapter(max_retries=retry))
+        self._session.mount("https://", HTTPAdapter(max_retries=retry))
+
+    def post(self, body: bytes) -> None:
+        data = bytes(cramjam.snappy.compress_raw(body))
+        try:
+            response = self._session.post(self.url, data=data, headers=HEADERS, timeout=self.timeout_s)
+        except requests.RequestException as exc:
+            raise TelemetryError(f"remote write to {self.url} failed: {exc}") from exc
+        if response.status_code >= 400:
+            raise TelemetryError(
+                f"remote write to {self.url} answered {response.status_code}: {response.text[:1024]}"
+            )
+
+    def close(self) -> None:
+        self._session.close()

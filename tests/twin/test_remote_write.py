@@ -1,0 +1,53 @@
+"""The twin's hand-written remote-write encoding is the protobuf runtime's, byte for byte."""
+
+from __future__ import annotations
+
+from prometheus_remote_writer.proto.remote_pb2 import WriteRequest
+from prometheus_remote_writer.proto.types_pb2 import Label, Sample, TimeSeries
+
+from orchestrator.twin.observe.remote_write import Encoder, Scrape, varint
+from orchestrator.twin.observe.telemetry import STALE_NAN
+
+T0 = 1_767_225_600_000
+
+
+def _reference(scrapes: list[Scrape]) -> bytes:
+    """What the protobuf runtime writes for the same scrapes: one TimeSeries per series in order of first
+    appearance, samples in time order."""
+    series: dict[tuple[str, tuple[tuple[str, str], ...]], TimeSeries] = {}
+    for ts, keys, values in scrapes:
+        for (name, labels), value in zip(keys, values, strict=True):
+            one = series.get((name, labels))
+            if one is None:
+                one = series[(name, labels)] = TimeSeries()
+                for key, text in (("__name__", name), *labels):
+                    one.labels.append(Label(name=key, value=text))
+            one.samples.append(Sample(value=value, timestamp=ts))
+    request = WriteRequest()
+    request.timeseries.extend(series.values())
+    return bytes(request.SerializeToString())
+
+
+def test_scrapes_encode_exactly_as_the_protobuf_runtime_writes_them() -> None:
+    up = ("up", (("job", "frontend"), ("namespace", "boutique")))
+    empty = ("errors_total", (("reason", ""), ("service", "cart")))
+    late = ("late_series", (("pod", "x-1"),))
+    scrapes: list[Scrape] = [
+        (T0, [up, empty], [1.0, 0.0]),
+        (T0 + 15_000, [up, empty, late], [-0.0, 3.5e-300, 2.0**70]),
+        (T0 + 30_000, [up, late, empty], [float("inf"), STALE_NAN, -12.25]),
+    ]
+    assert b"".join(Encoder().requests(scrapes, max_series=5000)) == _reference(scrapes)
+
+
+def test_requests_hold_at_most_the_series_asked_for() -> None:
+    keys = [(f"m{i}", (("i", str(i)),)) for i in range(5)]
+    scrapes: list[Scrape] = [(T0, keys, [float(i) for i in range(5)])]
+    bodies = list(Encoder().requests(scrapes, max_series=2))
+    assert len(bodies) == 3
+    assert [len(WriteRequest.FromString(body).timeseries) for body in bodies] == [2, 2, 1]
+    assert b"".join(bodies) == _reference(scrapes)
+
+
+def test_varints_are_protobufs() -> None:
+    assert [varint(n) for n in (0, 1, 127, 128, 300)] == [b"\x00", b"\x01", b"\x7f", b"\x80\x01", b"\xac\x02"]
