@@ -84,11 +84,11 @@ def timeline_svg(bars: Sequence[Bar], marks: Sequence[Mark], t_end: float) -> st
             x = _x(mark.t, t_end, left)
             colour = {"alert": "#555", "action": AGENT_COLOUR, "forbidden": "#000"}[mark.kind]
             # Alerts are thin ticks (there are many); actions are wider blocks.
-            left, width, top_y, tall = (
+            mark_x, width, top_y, tall = (
                 (x - 0.75, 1.5, y + 1, 12) if mark.kind == "alert" else (x - 3, 6.0, y + 2, 10)
             )
             shape = (
-                f'<rect class="{mark.kind}-mark" x="{left:.1f}" y="{top_y}" width="{width}" '
+                f'<rect class="{mark.kind}-mark" x="{mark_x:.1f}" y="{top_y}" width="{width}" '
                 f'height="{tall}" fill="{colour}">'
             )
             parts.append(f"{shape}<title>{escape(mark.tooltip)}</title></rect>")

@@ -19,13 +19,13 @@ from orchestrator.bundle.records import Record, RunEnded, ServiceSample
 from orchestrator.cli import build_parser
 from orchestrator.score.aggregate import consistency, estimate, t_quantile
 from orchestrator.score.breakdown import by_category, by_mechanism
-from orchestrator.score.charts import distribution_svg, quartiles
-from orchestrator.score.report import render_report
+from orchestrator.score.charts import RIGHT, WIDTH, distribution_svg, quartiles
+from orchestrator.score.report import render_report, report_charts
 from orchestrator.score.scorecard import score_bundle
 from tests.score.scenario import act, alert, fault, probes, report
 from tests.score.test_report import _chromium, _Elements, _headless
 
-RIGHT = {"culprits": ["cartservice"], "artifact": "config:cartservice/env/REDIS_ADDR"}
+DIAGNOSIS = {"culprits": ["cartservice"], "artifact": "config:cartservice/env/REDIS_ADDR"}
 STARTED = "2026-03-04T05:06:07+00:00"
 
 
@@ -36,7 +36,7 @@ def _handled(fault_id: str, inject: float, *, category: str = "configuration") -
         *fault(fault_id, inject=inject, revert=inject + 600, category=category),
         alert(f"a{n}", start=inject + 30, service="cartservice"),
         report(inject + 60, f"INC-{n}", [f"a{n}"]),
-        report(inject + 120, f"INC-{n}", [f"a{n}"], **RIGHT),
+        report(inject + 120, f"INC-{n}", [f"a{n}"], **DIAGNOSIS),
         act(inject + 130, "cartservice", incident=f"INC-{n}"),
         *probes(fault_id, [(inject + 120, False), (inject + 240, True), (inject + 360, True)]),
     ]
@@ -123,6 +123,22 @@ def test_the_timeline_labels_each_fault_with_its_catalog_id(tmp_path: Path) -> N
     html = render_report(bundle, None, score_bundle(bundle))
     for fault_id in ("f1", "f2", "f3"):
         assert f'font-size="11">{fault_id} cat-{fault_id}</text>' in html
+
+
+def test_the_timeline_scales_bars_between_the_label_column_and_the_right_edge(tmp_path: Path) -> None:
+    bundle = _two_categories(tmp_path)
+    svg = ElementTree.fromstring(report_charts(bundle, None, score_bundle(bundle))["timeline"])
+    ns = "{http://www.w3.org/2000/svg}"
+    axis = next(e for e in svg.iter(f"{ns}line") if e.get("class") == "axis")
+    left, right = float(axis.get("x1") or 0), float(axis.get("x2") or 0)
+    assert 90 <= left <= 200 and right == WIDTH - RIGHT  # the labels "f1 cat-f1" need little room
+    bars = {e.get("data-fault"): e for e in svg.iter(f"{ns}rect") if "fault-bar" in (e.get("class") or "")}
+    x = {name: float(bar.get("x") or 0) for name, bar in bars.items()}
+    width = float(bars["f1"].get("width") or 0)
+    # Injections at 0, 300 and 600 s of an 1800 s run; each fault is live for 600 s.
+    assert x["f1"] == pytest.approx(left, abs=0.1)
+    assert x["f2"] - x["f1"] == pytest.approx((right - left) / 6, abs=0.2)
+    assert width == pytest.approx((right - left) / 3, abs=0.2)
 
 
 def test_the_time_distribution_draws_a_box_and_every_value() -> None:
