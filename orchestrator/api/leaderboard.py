@@ -1,6 +1,7 @@
 """The leaderboard: per app x agent, the mean marathon score over seeds with its 95 % Student t interval,
 the mean component figures and how consistently each kind of fault is resolved; runs that did not complete
-are listed apart (no side effects). Used by ``GET /leaderboard`` and ``marathon leaderboard``.
+are listed apart (no side effects). Used by ``GET /leaderboard`` and ``marathon leaderboard``; the interval
+is ``orchestrator.score.aggregate``'s, the one the report's seed aggregate shows.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from orchestrator.api.models import (
     ScoreEntry,
     SeedScore,
 )
-from orchestrator.api.stats import LEVEL, mean_interval
+from orchestrator.score.aggregate import CONFIDENCE, estimate
 
 if TYPE_CHECKING:
     from orchestrator.api.registry import RunRow
@@ -117,10 +118,12 @@ def _row(app: str, agent: str, members: Sequence[Result]) -> LeaderboardRow:
     for member in members:
         per_seed[member.seed] = member  # the latest run of each seed wins
     counted = [per_seed[seed] for seed in sorted(per_seed)]
-    figure = mean_interval([r.marathon_score for r in counted])
+    figure = estimate([r.marathon_score for r in counted])  # the report's seed aggregate computes the same
+    assert figure.mean is not None
     interval = None
-    if figure.half_width is not None and figure.low is not None and figure.high is not None:
-        interval = Interval(level=LEVEL, low=figure.low, high=figure.high, half_width=figure.half_width)
+    if figure.low is not None and figure.high is not None:
+        half_width = (figure.high - figure.low) / 2
+        interval = Interval(level=CONFIDENCE, low=figure.low, high=figure.high, half_width=half_width)
     kinds = kind_shares(counted)
     best = members[0]
     for member in members[1:]:
@@ -157,7 +160,9 @@ def component_means(counted: Sequence[Result]) -> dict[str, float]:
 def kind_shares(counted: Sequence[Result]) -> list[KindShare]:
     """For each fault kind (catalog id) in the counted runs' outcomes: the seeds whose run injected it, and
     of those the share where it was resolved, i.e. every fault of that kind in the run was handled end to
-    end (correlated, located and repaired: a = b = c = 1). Ordered by catalog id (no side effects)."""
+    end (correlated, located and repaired: a = b = c = 1, docs/metrics.md's "Resolved" but for collateral,
+    which the bundle cannot show). The report's per-kind table counts a repair (c = 1) alone. Ordered by
+    catalog id (no side effects)."""
     seen: dict[str, int] = {}
     resolved: dict[str, int] = {}
     for result in counted:

@@ -17,7 +17,6 @@ from fastapi.testclient import TestClient
 from orchestrator.api.app import Settings, create_app
 from orchestrator.api.leaderboard import Result, leaderboard, leaderboard_rows
 from orchestrator.api.registry import Registry
-from orchestrator.api.stats import central_probability, mean_interval, t_quantile
 from orchestrator.bundle.building import sample_manifest, write_bundle
 from orchestrator.bundle.records import Record, RunEnded
 from orchestrator.cli import main
@@ -26,26 +25,21 @@ from tests.score.scenario import act, alert, fault, probes, report
 RIGHT = {"culprits": ["cartservice"], "artifact": "config:cartservice/env/REDIS_ADDR"}
 
 
-@pytest.mark.parametrize(
-    ("df", "expected"),
-    # Two-sided 95 % critical values of Student's t, from published tables.
-    [(1, 12.706205), (2, 4.302653), (3, 3.182446), (4, 2.776445), (9, 2.262157), (30, 2.042272),
-     (120, 1.979930)],
-)  # fmt: skip
-def test_the_t_quantile_matches_the_published_table(df: int, expected: float) -> None:
-    assert t_quantile(0.95, df) == pytest.approx(expected, abs=5e-6)
-    assert central_probability(expected, df) == pytest.approx(0.95, abs=1e-6)
-
-
-def test_the_interval_is_t_times_the_standard_error_and_absent_for_one_value() -> None:
-    figure = mean_interval([10.0, 20.0, 30.0])
-    # sd 10, standard error 10 / sqrt(3), t(0.975, 2) = 4.302653
-    assert figure.mean == 20.0
-    assert figure.half_width == pytest.approx(4.302653 * 10 / math.sqrt(3), abs=1e-5)
-    assert (figure.low, figure.high) == (20.0 - figure.half_width, 20.0 + figure.half_width)
-    single = mean_interval([55.0])
-    assert (single.n, single.mean, single.half_width, single.low) == (1, 55.0, None, None)
-    assert mean_interval([7.0, 7.0, 7.0]).half_width == 0.0
+def test_the_interval_of_the_mean_is_students_and_absent_with_one_seed() -> None:
+    board = leaderboard(
+        [_result("a", 1, 10.0), _result("b", 2, 20.0, order=1), _result("c", 3, 30.0, order=2)]
+    )
+    (row,) = board.rows
+    assert row.ci95 is not None and row.mean == 20.0
+    # sd 10, standard error 10 / sqrt(3), t(0.975, 2) = 4.302653 from the published table
+    assert row.ci95.half_width == pytest.approx(4.302653 * 10 / math.sqrt(3), abs=1e-4)
+    assert (row.ci95.low, row.ci95.high) == pytest.approx(
+        (20.0 - row.ci95.half_width, 20.0 + row.ci95.half_width)
+    )
+    (single,) = leaderboard([_result("a", 1, 55.0)]).rows
+    assert (single.n, single.mean, single.ci95) == (1, 55.0, None)
+    (same,) = leaderboard([_result("a", 1, 7.0), _result("b", 2, 7.0, order=1)]).rows
+    assert same.ci95 is not None and same.ci95.half_width == 0.0
 
 
 def _outcome(kind: str, handled: bool) -> dict[str, Any]:
