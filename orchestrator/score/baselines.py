@@ -100,8 +100,9 @@ def find_baseline(manifest: RunManifest, *, roots: Sequence[Path]) -> BaselineSe
     """The cached no-action baseline of the run ``manifest`` describes, searched for under ``roots``.
 
     The run's own (same code too) comes first. Failing that, one that differs only in the code that made
-    it is taken, and ``code_differs`` says so: the twin's world rarely changes with the code, and a
-    baseline made again after the code changed is better than none."""
+    it is taken, and ``code_differs`` says so: the twin's world rarely changes with the code, a baseline
+    made again after the code changed is better than none, and the baseline process hashes the code when it
+    starts, so a source file edited while a run starts gives even the run's own baseline another hash."""
     searched = tuple(root / BASELINES_DIR for root in roots)
     if on_real_cluster(manifest):
         return BaselineSearch(None, searched, "a run on a real cluster has no no-action twin")
@@ -112,7 +113,10 @@ def find_baseline(manifest: RunManifest, *, roots: Sequence[Path]) -> BaselineSe
     other_code, _ = _first_match(manifest, candidates, ignore=CODE_FIELDS)
     if other_code is not None:
         theirs = read_manifest(other_code / "data")
-        differs = f"made by code {_short(theirs.code_sha256)}, the run by {_short(manifest.code_sha256)}"
+        differs = (
+            f"whose manifest records code {_short(theirs.code_sha256)} where the run's records "
+            f"{_short(manifest.code_sha256)}"
+        )
         return BaselineSearch(other_code, searched, code_differs=differs)
     return BaselineSearch(None, searched, nearest or "none of the same app and seed")
 

@@ -144,8 +144,8 @@ def _baseline(bundle: Bundle, args: argparse.Namespace, given: Path | None) -> B
     if search.found is not None:
         if search.code_differs:
             _note(
-                f"warning: degradation level against the no-action baseline {search.found}, which was "
-                f"{search.code_differs}: the run's own was not found"
+                f"warning: degradation level against the no-action baseline {search.found}, "
+                f"{search.code_differs}"
             )
         else:
             _note(f"degradation level against the no-action baseline {search.found}")

@@ -193,7 +193,9 @@ def test_a_baseline_made_by_other_code_is_used_only_without_the_runs_own_and_wit
     assert done.stderr.startswith(
         f"marathon: warning: degradation level against the no-action baseline {older}"
     )
-    assert "made by code '999999999999…', the run by '222222222222…'" in done.stderr
+    assert (
+        "whose manifest records code '999999999999…' where the run's records '222222222222…'" in done.stderr
+    )
 
     own = _write(runs / BASELINES_DIR / "b-own" / "bundle", _manifest(role="baseline"), _samples(0.3))
     search = find_baseline(read_bundle(bundle).manifest, roots=search_roots(bundle, None))
