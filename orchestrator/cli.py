@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
         "render the apps' Kubernetes manifests from topologies",
         ("orchestrator.catalog.manifest_commands",),
     ),
+    "images": (
+        "build code-fault images from the apps' pinned upstream source",
+        ("orchestrator.images.commands",),
+    ),
     "schedule": ("print the seeded fault schedule of a marathon", ("orchestrator.schedule_commands",)),
     "bundle": ("seal, verify and pack run bundles", ("orchestrator.bundle.commands",)),
     "score": ("score a run bundle (docs/metrics.md)", ("orchestrator.score.commands",)),
