@@ -63,3 +63,18 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# A real cluster (README "Real cluster"): Kind with Docker, or kubeadm (deploy/kubeadm/).
+cluster:
+	deploy/kind/up.sh
+
+cluster-down:
+	deploy/kind/down.sh
+
+cluster-install: $(STAMP)
+	PYTHON=$(abspath $(BIN))/python deploy/install.sh
+
+# Offline checks of deploy/ and manifests/: schemas, promtool, scripts, Dockerfile context.
+validate-deploy: $(STAMP) prometheus
+	$(BIN)/pytest -q tests/deploy -p no:cacheprovider
+.PHONY: cluster cluster-down cluster-install validate-deploy
