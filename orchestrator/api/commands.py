@@ -192,11 +192,11 @@ def _say_tick(tick: Any) -> None:
 
 
 def _night_now(manager: Any, config: Any, *, stop: threading.Event, registry_url: str) -> int:
-    from orchestrator.api.nightly import matrix, new_night, run_matrix, summary_table
+    from orchestrator.api.nightly import matrix, new_night, night_header, run_matrix, summary_table
 
     night = new_night()
     total = len(matrix(config))
-    print(f"night {night}: {total} runs, {config.concurrency} at once (registry {registry_url})", flush=True)
+    print(f"{night_header(night, config)} (registry {registry_url})", flush=True)
     cells = run_matrix(manager, config, night=night, stop=stop, progress=_say_tick)
     print(summary_table(cells), flush=True)
     if stop.is_set():

@@ -243,6 +243,15 @@ def _ended(manager: RunManager, request: RunRequest, row: RunRow, began: float) 
     )  # fmt: skip
 
 
+def runs_of(count: int) -> str:
+    return f"{count} run{'' if count == 1 else 's'}"
+
+
+def night_header(night: str, config: NightlyConfig) -> str:
+    """The line a night starts with (no side effects)."""
+    return f"night {night}: {runs_of(len(matrix(config)))}, {config.concurrency} at once"
+
+
 def tick_line(tick: Tick) -> str:
     """One progress line (no side effects)."""
     cell, r = tick.cell, tick.cell.request
@@ -265,7 +274,7 @@ def summary_table(cells: list[Cell]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     failed = sum(c.failed for c in cells)
-    lines.append(f"{len(cells)} run{'' if len(cells) == 1 else 's'}, {failed} failed")
+    lines.append(f"{runs_of(len(cells))}, {failed} failed")
     return "\n".join(lines)
 
 
@@ -285,7 +294,7 @@ def scheduled_matrix(config_path: str) -> None:
         return
     night = new_night()
     config = load_nightly(Path(config_path))
-    say(f"night {night}: {len(matrix(config))} runs, {config.concurrency} at once")
+    say(night_header(night, config))
     cells = run_matrix(manager, config, night=night, stop=stop, progress=lambda tick: say(tick_line(tick)))
     say(summary_table(cells))
     upcoming = next_run_at()

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,23 @@ import yaml
 from fastapi.testclient import TestClient
 
 from orchestrator.api.app import Settings, create_app
+from orchestrator.api.metrics import Metrics
 from orchestrator.api.models import RunRequest
-from orchestrator.api.nightly import Cell, Tick, load_nightly, matrix, summary_table, tick_line
+from orchestrator.api.nightly import (
+    JOB_ID,
+    Cell,
+    Tick,
+    load_nightly,
+    matrix,
+    next_run_at,
+    start_scheduler,
+    stop_scheduler,
+    summary_table,
+    tick_line,
+)
 from orchestrator.api.nightly_routes import Nightly, night_history
 from orchestrator.api.registry import Registry
+from orchestrator.api.runs import RunManager
 from orchestrator.cli import main
 from orchestrator.errors import ConfigError
 
@@ -321,6 +334,44 @@ def test_an_interrupted_nightly_once_stops_its_run_tells_the_table_and_exits_130
     assert process.stderr.read().splitlines() == ["marathon: interrupted: 1 of 2 runs not started"]
     registry = Registry(f"sqlite:///{data / 'registry.sqlite'}")
     assert [(r.id, r.status) for r in registry.page()[1]] == [(run_id, "stopped")]
+
+
+def test_a_scheduled_night_is_told_run_by_run_and_recorded_as_a_night(tmp_path: Path) -> None:
+    config = _write(
+        tmp_path / "nightly.yaml", {**MONDAY_0330, "seeds": [7], "baseline": False, "schedule": TINY}
+    )
+    url = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    registry = Registry(url)
+    manager = RunManager(registry=registry, metrics=Metrics(), data_dir=tmp_path, max_active=1)
+    said: queue.Queue[str] = queue.Queue()
+    scheduler = start_scheduler(manager, config_path=config, db_url=url, say=said.put)
+    told: list[str] = []
+    try:
+        upcoming = next_run_at()
+        assert upcoming is not None
+        _is_monday_0330_utc(upcoming)
+        scheduler.get_job(JOB_ID).modify(next_run_time=datetime.now(UTC))  # fire now, not on Monday
+        while not told or not told[-1].startswith("next night at "):
+            told.append(said.get(timeout=LINE_TIMEOUT_S))
+    finally:
+        stop_scheduler(scheduler, wait=True)
+        manager.shutdown()
+    assert next_run_at() is None
+    header, started, ended, table, upcoming_line = told
+    night = _night_name(header)
+    assert header == f"night {night}: 1 run, 1 at once"
+    history = night_history(registry)
+    assert [(n.night, [(r.agent, r.seed, r.status) for r in n.runs]) for n in history] == [
+        (night, [("noop", 7, "finished")])
+    ]
+    (run,) = history[0].runs
+    assert [(t["kind"], t["run"], t["done"]) for t in _ticks(f"{started}\n{ended}")] == [
+        ("started", run.run_id, "0"),
+        ("ended", run.run_id, "1"),
+    ]
+    assert table.splitlines()[1].split()[5] == f"/runs/{run.run_id}/report"
+    assert table.splitlines()[-1] == "1 run, 0 failed"
+    assert upcoming_line == f"next night at {upcoming}"
 
 
 def test_serve_prints_the_next_night_it_schedules_and_get_nightly_reports_it(tmp_path: Path) -> None:
