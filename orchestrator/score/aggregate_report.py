@@ -136,7 +136,7 @@ def aggregate_charts(runs: Sequence[SeedRun]) -> dict[str, str]:
 
 
 def _table(css: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>"
+    head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>" if header else ""
     body = "".join(
         f'<tr class="{css}-row">' + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows
     )
@@ -197,7 +197,7 @@ def render_aggregate(runs: Sequence[SeedRun]) -> str:
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
             f"<h1>{escape(title)}</h1>",
             _warnings(runs),
-            _table("provenance", ("", ""), origin),
+            _table("provenance", (), origin),
             "<h2>Figures over seeds</h2>",
             "<p>Mean, sample standard deviation and 95 % confidence interval of the mean; n counts the seeds "
             "that have the figure (Risk, the degradation level and MTTx can be missing).</p>",

@@ -220,11 +220,24 @@ def test_several_bundles_make_an_aggregate_with_means_intervals_and_consistency(
     assert [r["seed"] for r in seeds] == ["1", "2", "3"] and seeds[1]["marathon_score"] == "100.0"
     html = (out / "report.html").read_text()
     assert "Marathon over 3 seeds: test-agent on online-boutique" in html
+    assert '<table class="provenance"><tr class="provenance-row"><td>App / agent</td>' in html
+    assert 'class="warning"' not in html
     assert (
         "<td>cat-f2</td><td>configuration</td><td>config</td><td>3</td><td>2 of 3</td><td>0.67</td>" in html
     )
     for external in ("<script", "<link", "src=", "href=", "url(", "@import"):
         assert external not in html
+
+
+def test_an_aggregate_marks_each_seed_that_did_not_complete(tmp_path: Path) -> None:
+    whole = _bundle(tmp_path / "a", _handled("f1", 0), seed=1)
+    stopped = _bundle(tmp_path / "b", _handled("f1", 0), seed=2, reason="stopped")
+    page = tmp_path / "agg.html"
+    done = _cli("report", str(whole.path), str(stopped.path), "-o", str(page), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    assert '<p class="warning">Seed 2 (run-s2) did not complete (stopped): not comparable.</p>' in html
+    assert "Seed 1" not in html
 
 
 def test_an_aggregate_of_different_apps_or_with_one_baseline_is_refused_in_one_line(tmp_path: Path) -> None:
