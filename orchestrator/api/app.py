@@ -14,14 +14,35 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 from sse_starlette.sse import EventSourceResponse
 
 from orchestrator.api import artifacts, dashboard
+from orchestrator.api.apidocs import (
+    API_DESCRIPTION,
+    EVENTS_DESCRIPTION,
+    LIVE_EVENT,
+    METRICS_DESCRIPTION,
+    mount_redoc,
+    with_event_schemas,
+)
 from orchestrator.api.leaderboard import leaderboard, result_of_row
 from orchestrator.api.metrics import Metrics
-from orchestrator.api.models import Created, Health, Leaderboard, RunPage, RunRequest, RunView, Source, Status
+from orchestrator.api.models import (
+    Created,
+    Health,
+    Leaderboard,
+    RunPage,
+    RunRequest,
+    RunView,
+    Score,
+    Source,
+    Status,
+)
 from orchestrator.api.nightly_routes import mount_nightly
 from orchestrator.api.registry import Registry, RunRow, TargetBusy
 from orchestrator.api.runs import RunManager, TooManyRuns, config_problems
@@ -29,6 +50,9 @@ from orchestrator.api.views import links_of, view_of
 from orchestrator.errors import InputError, OrchestratorError
 
 SSE_POLL_S = 0.25
+# A validation error quotes at most this much of the value it refused: a huge body is not echoed back.
+ECHO_CHARS = 200
+MAX_ERRORS = 20
 
 
 @dataclass(frozen=True)
@@ -77,7 +101,7 @@ def known_filters(request: Request) -> None:
 def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
     """The app; ``nightly`` names a matrix file to schedule while the server runs."""
     registry = Registry(settings.db_url)
-    metrics = Metrics()
+    metrics = Metrics(registry)
     runs = RunManager(
         registry=registry, metrics=metrics, data_dir=settings.data_dir, max_active=settings.max_active
     )
@@ -95,17 +119,23 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
             stop_scheduler(scheduler)
         await asyncio.to_thread(runs.shutdown)
 
-    app = FastAPI(
+    # Swagger UI (/docs) and ReDoc (/redoc) from assets the package ships: the docs work offline.
+    app = FastAPIOffline(
         title="marathon control plane",
         version="1",
         lifespan=lifespan,
-        description="Start, follow and stop fault-injection marathons; bundles, scores and a leaderboard.",
+        description=API_DESCRIPTION,
+        redoc_url=None,  # mount_redoc's, below
+        swagger_ui_parameters={"validatorUrl": None},  # no badge from the online validator
         # The HTTP server itself answers 400 to a request it cannot parse (a bad Content-Length, say),
         # before any route sees it: every operation can answer it.
         responses={400: {"description": "the request is not well-formed HTTP"}},
     )
     app.state.runs = runs
     app.state.token = settings.token
+    mount_redoc(app)
+    openapi = app.openapi
+    app.openapi = lambda: with_event_schemas(app, openapi)  # type: ignore[method-assign]
 
     def found(run_id: str) -> RunRow:
         row = registry.get(run_id)
@@ -115,15 +145,23 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
 
     @app.exception_handler(InputError)
     async def input_error(_request: Request, exc: InputError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": config_problems(exc.problems, str(exc))})
+        problems = config_problems(exc.problems, str(exc))
+        return JSONResponse(status_code=422, content={"detail": bounded_errors(problems)})
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": bounded_errors(exc.errors())})
 
     @app.post(
         "/runs", status_code=201, response_model=Created, dependencies=[Depends(authorised)],
+        summary="Start a marathon",
         responses={**AUTH, 400: {"description": "the body is not JSON"},
                    409: {"description": "a run is active on that cluster target"},
                    429: {"description": "the server runs as many marathons as allowed"}},
     )  # fmt: skip
     def start_run(request: RunRequest) -> Created:
+        """Validate the request, register the run and start it in a worker process. The run's catalog and
+        schedule are checked before anything starts: a problem is answered 422, naming the field."""
         try:
             row = runs.submit(request)
         except TargetBusy as exc:
@@ -150,29 +188,37 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         total, rows = registry.page(
             app=app_name, agent=agent, status=status, source=source, seed=seed, offset=offset, limit=limit
         )
-        return RunPage(total=total, offset=offset, limit=limit, runs=[view_of(r, runs.events) for r in rows])
+        return RunPage(total=total, offset=offset, limit=limit, runs=[view_of(r) for r in rows])
 
-    @app.get("/runs/{run_id}", response_model=RunView, responses=NOT_FOUND)
+    @app.get("/runs/{run_id}", response_model=RunView, responses=NOT_FOUND, summary="A run")
     def get_run(run_id: str) -> RunView:
-        return view_of(found(run_id), runs.events)
+        """The run's registry row: status, progress, live faults by id, counts, its score once scored.
+        Public: a live run's fault ids tell nothing of their catalog entries."""
+        return view_of(found(run_id))
 
     @app.post(
         "/runs/{run_id}/stop", status_code=202, response_model=RunView, dependencies=[Depends(authorised)],
-        responses={**AUTH, **NOT_FOUND},
+        responses={**AUTH, **NOT_FOUND}, summary="Stop a run",
     )  # fmt: skip
     def stop_run(run_id: str) -> RunView:
+        """Ask the run to end gracefully: it reverts its faults, seals its bundle and scores what it has.
+        A run already ending or ended is left as it is."""
         row = runs.stop(run_id)
         if row is None:
             raise HTTPException(404, f"no run {run_id!r}")
-        return view_of(row, runs.events)
+        return view_of(row)
 
     @app.get(
         "/runs/{run_id}/events",
         response_class=EventSourceResponse, dependencies=[Depends(authorised)],
-        responses={200: {"content": {"text/event-stream": {}}, "description": "server-sent events"},
+        summary="Follow a run's events",
+        responses={200: {"content": {"text/event-stream": {"schema": {"$ref": LIVE_EVENT}}},
+                         "description": EVENTS_DESCRIPTION},
                    **AUTH, **NOT_FOUND},
     )  # fmt: skip
     async def run_events(request: Request, run_id: str) -> EventSourceResponse:
+        """The run's live events as server-sent events, from the first (or after ``Last-Event-ID``) until
+        the run ends; an ended run's events are replayed. They tell which faults are where: the token's."""
         row = await asyncio.to_thread(found, run_id)
         log = runs.events(row)
         start = _last_event_id(request)
@@ -201,8 +247,11 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         response_class=FileResponse, dependencies=[Depends(authorised)],
         responses={200: {"content": {"application/zstd": {}}, "description": "the sealed bundle, packed"},
                    **AUTH, **NOT_FOUND, 409: {"description": "the bundle is not sealed yet"}},
+        summary="Download a run's bundle",
     )  # fmt: skip
     def run_bundle(run_id: str) -> FileResponse:
+        """The sealed run bundle as a zstd-compressed tar, to verify and score offline
+        (``marathon score``). It holds the ground truth: the token's."""
         row = found(run_id)
         packed = _ready(artifacts.packed_bundle, row)
         return FileResponse(packed, media_type="application/zstd", filename=f"{row.id}.bundle.tar.zst")
@@ -216,22 +265,27 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         return row
 
     @app.get(
-        "/runs/{run_id}/score",
+        "/runs/{run_id}/score", response_model=Score, response_model_exclude_unset=True,
+        summary="A run's score",
         responses={**NOT_FOUND, 401: {"description": "the run is live and the bearer token missing or wrong"},
                    409: {"description": "not scored yet"}},
     )  # fmt: skip
-    def run_score(run_id: str, request: Request, credentials: Credentials) -> dict[str, Any]:
+    def run_score(run_id: str, request: Request, credentials: Credentials) -> Score:
+        """The run's scorecard, as ``marathon score BUNDLE --json`` prints it (docs/metrics.md). Public once
+        the run has ended; until then the token's."""
         row = ended(run_id, request, credentials)
         if row.score is None:
             raise HTTPException(409, f"run {run_id} has no score ({row.status})")
-        return row.score
+        return Score.model_validate(row.score)
 
     @app.get(
         "/runs/{run_id}/report", response_class=HTMLResponse,
         responses={**NOT_FOUND, 401: {"description": "the run is live and the bearer token missing or wrong"},
                    409: {"description": "the bundle is not sealed yet"}},
+        summary="A run's report",
     )  # fmt: skip
     def run_report(run_id: str, request: Request, credentials: Credentials) -> HTMLResponse:
+        """The run's self-contained HTML report (``marathon report``). Public once the run has ended."""
         row = ended(run_id, request, credentials)
         return HTMLResponse(_ready(artifacts.report_html, row).read_text(encoding="utf-8"))
 
@@ -242,12 +296,17 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         of fault resolution; stopped, failed and interrupted runs are listed apart, in no mean."""
         return leaderboard(result_of_row(row) for row in registry.ended())
 
-    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    @app.get(
+        "/metrics", response_class=Response, summary="Prometheus metrics of the control plane",
+        responses={200: {"content": {"text/plain": {}}, "description": METRICS_DESCRIPTION}},
+    )  # fmt: skip
     def get_metrics() -> Response:
+        """The Prometheus text exposition of the control plane's metrics, for operators (a scrape target)."""
         return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    @app.get("/healthz", response_model=Health)
+    @app.get("/healthz", response_model=Health, summary="Liveness")
     def healthz() -> Health:
+        """The server answers, and how many runs this server follows."""
         return Health(status="ok", active_runs=len(runs.live))
 
     mount_nightly(app, registry)
@@ -270,3 +329,38 @@ def _ready(make: Any, row: RunRow) -> Path:
 def _last_event_id(request: Request) -> int:
     raw = request.headers.get("last-event-id", "")
     return int(raw) + 1 if raw.isdigit() else 0
+
+
+def bounded_errors(errors: Any) -> list[dict[str, Any]]:
+    """The first ``MAX_ERRORS`` validation errors, each quoting the refused value to at most
+    ``ECHO_CHARS`` characters, so a huge body is never sent back (no side effects). A value that is not a
+    string is quoted as its JSON text when that is longer."""
+    errors = list(errors)
+    bounded = []
+    for error in jsonable_encoder(errors[:MAX_ERRORS]):
+        error = dict(error)
+        error.pop("url", None)
+        if "input" in error:
+            error["input"] = _quote(error["input"])
+        if isinstance(error.get("ctx"), dict):
+            error["ctx"] = {key: _quote(value) for key, value in error["ctx"].items()}
+        if isinstance(error.get("msg"), str):
+            error["msg"] = _clip(error["msg"])
+        bounded.append(error)
+    if len(errors) > MAX_ERRORS:
+        more = len(errors) - MAX_ERRORS
+        bounded.append({"loc": ["body"], "msg": f"and {more} more errors", "type": "more"})
+    return bounded
+
+
+def _quote(value: Any) -> Any:
+    if isinstance(value, str):
+        return _clip(value)
+    text = json.dumps(value, sort_keys=True, default=str)
+    return value if len(text) <= ECHO_CHARS else _clip(text)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= ECHO_CHARS:
+        return text
+    return f"{text[:ECHO_CHARS]}... ({len(text)} characters)"

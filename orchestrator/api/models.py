@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import dataclasses
+import typing
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from orchestrator.run.events import Event
 
 Status = Literal["queued", "running", "stopping", "finished", "stopped", "failed", "interrupted"]
 Source = Literal["api", "cli", "nightly"]  # who started a run (a nightly run's source is dated)
@@ -78,18 +82,11 @@ class RunView(BaseModel):
     ended_at: str | None
     progress: Progress
     active_faults: list[str]
-    active_fault_categories: list[str] = Field(
-        default_factory=list,
-        description="the category of each active fault, sorted; never which service or artifact it hit",
-    )
     injections: int
     reverts: int
     failures: int
     invocations: int
     firing_alerts: int
-    firing_alert_names: list[str] = Field(
-        default_factory=list, description="the rule name of each firing alert, sorted (as alert sinks show)"
-    )
     reason: str | None
     error: str | None
     recovery: str | None
@@ -193,3 +190,87 @@ class Health(BaseModel):
 
 class ErrorBody(BaseModel):
     detail: str
+
+
+# The score: docs/metrics.md's ``--json`` document (``scorecard_json``), as the registry keeps it.
+
+
+class MedianTime(BaseModel):
+    """A median over the faults that reached a stage, and how many did."""
+
+    median: float | None = Field(description="seconds: the ceil(n/2)-th smallest value; null when n = 0")
+    n: int = Field(ge=0, description="faults the median is taken over")
+
+
+class FaultScore(BaseModel):
+    """One fault's stages and outcome (docs/metrics.md, "Outcome per fault")."""
+
+    id: str = Field(description="the fault id")
+    catalog_id: str = Field(description="the catalog entry")
+    category: str = Field(description="the fault's category")
+    mechanism: str = Field(description="code, config or chaos")
+    a: int = Field(ge=0, le=1, description="a_f: 1 when an incident of the agent's matched the fault (Corr)")
+    b: int = Field(ge=0, le=1, description="b_f: 1 when a report diagnosed it (Loc)")
+    c: int = Field(ge=0, le=1, description="c_f: 1 when the agent's repair of it was verified (Rep)")
+    outcome: Literal[
+        "missed", "correlated_only", "located_without_repair", "acted_on_without_repair", "handled_end_to_end"
+    ]
+
+
+class Score(BaseModel):
+    """A run's scorecard: the ``marathon score BUNDLE --json`` document, key for key (docs/metrics.md)."""
+
+    marathon_score: float = Field(description="the Marathon-Score, 0 to 100, rounded to 1 decimal")
+    corr: float = Field(description="Corr: the fraction of faults correlated")
+    loc: float = Field(description="Loc: the fraction located")
+    loc_strict: float = Field(description="Loc-strict: located on the first report")
+    rep: float = Field(description="Rep: the fraction repaired")
+    risk: float | None = Field(description="Risk, or null when the agent took no action")
+    degradation_level: float | None = Field(
+        description="the run's degradation in percent of the no-action baseline's; null without a baseline"
+    )
+    mttd_s: MedianTime = Field(description="median time to detect")
+    mttl_s: MedianTime = Field(description="median time to locate")
+    mttr_s: MedianTime = Field(description="median time to repair")
+    faults: int = Field(ge=0, description="scored faults, |F|")
+    forbidden_attempts: int = Field(ge=0, description="actions the policy refused")
+    interventions: int = Field(ge=0, description="interventions executed")
+    model_calls: int = Field(ge=0, description="metered model calls")
+    tokens_in: int = Field(ge=0)
+    tokens_out: int = Field(ge=0)
+    cost_usd: float = Field(ge=0, description="the model calls' price in dollars")
+    sandboxed: bool = Field(
+        default=True,
+        # The document says it only when false, so a sandboxed run's score reads as the scorer wrote it.
+        exclude_if=lambda sandboxed: sandboxed is True,
+        description="present, and false, only when the agent ran without its sandbox (not comparable)",
+    )
+    outcomes: list[FaultScore] = Field(description="one per fault, in injection order")
+
+
+# The live events: ``orchestrator.run.events`` in their wire form, numbered, as the SSE stream sends them.
+# Their models are made from the dataclasses themselves, so the documented schema follows the events.
+
+
+def _event_model(kind: type) -> type[BaseModel]:
+    hints = typing.get_type_hints(kind)
+    fields: dict[str, Any] = {
+        "seq": (int, Field(ge=0, description="the event's number in the run, from 0; the SSE id")),
+        "type": (Literal[kind.TYPE], Field(description="the event type; the SSE event name")),  # type: ignore[attr-defined]
+    }
+    for field in dataclasses.fields(kind):
+        hint = hints[field.name]
+        if typing.get_origin(hint) is tuple:  # a tuple goes on the wire as a list
+            hint = list[typing.get_args(hint)[0]]  # type: ignore[misc]
+        default = field.default if field.default is not dataclasses.MISSING else ...
+        if isinstance(default, tuple):
+            default = list(default)
+        fields[field.name] = (hint, default)
+    name = "".join(part.capitalize() for part in kind.TYPE.split("_")) + "Event"  # type: ignore[attr-defined]
+    doc = (kind.__doc__ or "").strip() if not (kind.__doc__ or "").startswith(f"{kind.__name__}(") else ""
+    model: type[BaseModel] = create_model(name, __doc__=doc or f"A {kind.TYPE} event.", **fields)  # type: ignore[attr-defined]
+    return model
+
+
+EVENT_MODELS: tuple[type[BaseModel], ...] = tuple(_event_model(kind) for kind in typing.get_args(Event))
+LiveEvent: Any = Annotated[Union[EVENT_MODELS], Field(discriminator="type")]  # noqa: UP007

@@ -191,7 +191,6 @@ class RunManager:
                 recovery=outcome.summary(), active_faults=[],
             )  # fmt: skip
             EventLog.load(row.home, closed=False).append(Interrupted(recovery=outcome.summary()))
-            self.metrics.ended(status="interrupted", source=row.source)
             found = self.registry.get(row.id)
             assert found is not None
             recovered.append(found)
@@ -224,7 +223,6 @@ class RunManager:
             self.live[run_id] = live
             self._logs[run_id] = log
         self.registry.update(run_id, status="running", worker_pid=worker.pid)
-        self.metrics.active_runs.inc()
         log.append(Started(app=config.app, agent=config.agent_name, seed=config.seed))
         threading.Thread(target=self._follow, args=(live,), daemon=True, name=f"run-{run_id}").start()
         found = self.registry.get(run_id)
@@ -299,8 +297,7 @@ class RunManager:
         row = live.row
         updates = live.tally.updates(event)
         live.log.append(event)
-        active = len(live.tally.active)
-        self.metrics.observe(run=row.id, app=row.app, agent=row.agent, event=event, active=active)
+        self.metrics.observe(app=row.app, agent=row.agent, event=event)
         if isinstance(event, Concurrency):
             for sample in live.tail.new_samples():
                 live.log.append(sample)
@@ -316,9 +313,6 @@ class RunManager:
             status = self._record_end(live, outcome, recovery=recovery)
         live.log.append(Finished(status=status))
         live.log.close()
-        self.metrics.active_runs.dec()
-        self.metrics.ended(status=status, source=row.source)
-        self.metrics.forget(run=row.id, app=row.app)
         live.done.set()
         with self._lock:
             self.live.pop(row.id, None)

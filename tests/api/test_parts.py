@@ -236,7 +236,7 @@ def test_the_operator_metrics_count_the_runs_events() -> None:
         Invoked(n=1, start_s=120.0, end_s=121.0, exit_code=0, timed_out=False, wall_s=0.7),
     ]
     for event in events:
-        metrics.observe(run="r1", app="online-boutique", agent="noop", event=event, active=0)
+        metrics.observe(app="online-boutique", agent="noop", event=event)
     exposed = metrics.exposition().decode()
     assert 'marathon_injections_total{app="online-boutique",category="network"} 1.0' in exposed
     assert 'marathon_failures_total{app="online-boutique"} 2.0' in exposed

@@ -172,6 +172,15 @@ def test_the_events_of_a_run_another_process_follows_are_streamed_from_its_file(
     assert received == ["started", "injected", "finished"]
 
 
+# A scorecard as ``marathon score --json`` writes it (docs/metrics.md), of one located fault.
+SCORE = {"marathon_score": 50.0, "corr": 1.0, "loc": 1.0, "loc_strict": 1.0, "rep": 0.0, "risk": None,
+         "degradation_level": None, "mttd_s": {"median": 60.0, "n": 1}, "mttl_s": {"median": 60.0, "n": 1},
+         "mttr_s": {"median": None, "n": 0}, "faults": 1, "forbidden_attempts": 0, "interventions": 0,
+         "model_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
+         "outcomes": [{"id": "f000", "catalog_id": "ob-cart-redis-port", "category": "configuration",
+                       "mechanism": "config", "a": 1, "b": 1, "c": 0, "outcome": "located_without_repair"}]}
+
+
 @pytest.mark.slow
 def test_a_live_runs_events_bundle_score_and_report_need_the_token_and_only_its_end_opens_score_and_report(
     server: Server,
@@ -207,8 +216,8 @@ def test_a_live_runs_events_bundle_score_and_report_need_the_token_and_only_its_
         assert client.get(base).json()["status"] == "running"  # the run's row itself is public
 
         log.append(Finished(status="finished"))
-        registry.update("secretive", status="finished", score={"marathon_score": 50.0})
-        assert client.get(f"{base}/score").json() == {"marathon_score": 50.0}
+        registry.update("secretive", status="finished", score=SCORE)
+        assert client.get(f"{base}/score").json() == SCORE
         assert client.get(f"{base}/report").status_code == 404  # public now; this run left no bundle
         for headers in strangers:
             assert client.get(f"{base}/events", headers=headers).status_code == 401
