@@ -139,6 +139,13 @@ def _baseline(bundle: Bundle, args: argparse.Namespace, given: Path | None) -> B
         if mismatch is not None:
             _note(f"warning: {given} is not this run's own no-action baseline ({mismatch})")
         return baseline
+    end, complete = end_of(bundle)
+    if not complete:
+        # As the run itself does: a run cut short is not comparable with a whole no-action run.
+        _note(
+            f"{bundle.path}: the run did not complete ({end}), so it has no baseline and no degradation level"
+        )
+        return None
     roots = search_roots(bundle.path, args.runs)
     search = find_baseline(bundle.manifest, roots=roots)
     if search.found is not None:

@@ -202,6 +202,18 @@ def test_a_baseline_made_by_other_code_is_used_only_without_the_runs_own_and_wit
     assert (search.found, search.code_differs) == (own, "")
 
 
+def test_a_run_that_did_not_complete_is_not_compared_with_a_whole_baseline_as_the_run_itself_does(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
+    bundle = _write(runs / "stopped-run" / "bundle", _manifest(), _samples(0.1), reason="stopped")
+    _write(runs / BASELINES_DIR / "own" / "bundle", _manifest(role="baseline"), _samples(0.3))
+    done = _cli("score", str(bundle), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["degradation_level"] is None
+    assert "did not complete (stopped), so it has no baseline" in done.stderr
+
+
 def test_a_run_on_a_real_cluster_is_not_compared_with_a_twin_baseline(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     bundle = _write(runs / "kube-run" / "bundle", _manifest(backend="kube"), _samples(0.1))
