@@ -1,4 +1,5 @@
-"""The live run journal: append-only, hash-chained JSON Lines streams, flushed and fsynced per record.
+"""The live run journal: append-only, hash-chained JSON Lines streams, flushed and fsynced per record (or,
+within ``deferred_sync``, flushed per record and fsynced together at the end of the block).
 
 Every line is the canonical JSON of one record plus ``prev``, the SHA-256 (hex) of the previous line of
 the same stream; the first line of every stream chains to the genesis hash, SHA-256 of the run id. Lines
@@ -12,7 +13,8 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -98,6 +100,8 @@ class Journal:
         self._heads: dict[str, str] = {}
         self._files: dict[str, IO[bytes]] = {}
         self._lock = threading.Lock()
+        self._deferring = 0
+        self._unsynced: set[str] = set()
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def append(self, record: Record) -> str:
@@ -113,10 +117,26 @@ class Journal:
             line = encode_line(record, self._heads[stream])
             handle.write(line + b"\n")
             handle.flush()
-            if self._fsync:
+            if self._fsync and self._deferring:
+                self._unsynced.add(stream)
+            elif self._fsync:
                 os.fsync(handle.fileno())
             self._heads[stream] = sha256_hex(line)
             return self._heads[stream]
+
+    @contextmanager
+    def deferred_sync(self) -> Iterator[None]:
+        """Within the block (from any thread), appends are written and flushed but not fsynced; every stream
+        written is fsynced once when the block ends, so a batch of records becomes durable together."""
+        with self._lock:
+            self._deferring += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._deferring -= 1
+                if not self._deferring:
+                    self._sync_unsynced()
 
     def write_runtime(self, facts: Mapping[str, Any]) -> Path:
         """Replace the runtime file (host, real start time, durations) atomically."""
@@ -128,9 +148,17 @@ class Journal:
 
     def close(self) -> None:
         with self._lock:
+            self._sync_unsynced()
             for handle in self._files.values():
                 handle.close()
             self._files.clear()
+
+    def _sync_unsynced(self) -> None:
+        for stream in sorted(self._unsynced):
+            handle = self._files.get(stream)
+            if handle is not None:
+                os.fsync(handle.fileno())
+        self._unsynced.clear()
 
     def __enter__(self) -> Journal:
         return self

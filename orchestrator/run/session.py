@@ -97,25 +97,33 @@ class Session:
         for k in range(1, self.boundaries + 1):
             if self.stop.is_set():
                 return "stopped"
-            t_k = float(k * self.config.delta_s)
-            with self._phase("advance"):
-                self.world.advance_to(t_k, stop=self.stop)
-            if self.stop.is_set():
-                return "stopped"
-            # What happened up to t_k is queried while the boundary's faults are applied: the queries end
-            # at t_k, so reverts and injections (which move the world past it) cannot change their answers.
-            observation = self.recorder.start(self._live(), until=t_k)
-            try:
-                self._apply(t_k, due)
-            finally:
-                with self._phase("observe"):
-                    self.recorder.commit(observation)
-            now = self.world.now_s()
-            active, firing = len(self.driver.live), len(self.recorder.firing)
-            self.events.handle(Concurrency(t=now, active=active, firing=firing))
-            self._invoke(k)
-            self.events.handle(Boundary(k=k, of=self.boundaries, t=t_k))
+            # A boundary's records become durable together: one fsync per stream, not one per record.
+            with self.journal.deferred_sync():
+                if not self._boundary(k, due):
+                    return "stopped"
         return "completed"
+
+    def _boundary(self, k: int, due: list[Activation]) -> bool:
+        """Boundary k, from advancing the world to it to the agent's invocation; False when stopped."""
+        t_k = float(k * self.config.delta_s)
+        with self._phase("advance"):
+            self.world.advance_to(t_k, stop=self.stop)
+        if self.stop.is_set():
+            return False
+        # What happened up to t_k is queried while the boundary's faults are applied: the queries end
+        # at t_k, so reverts and injections (which move the world past it) cannot change their answers.
+        observation = self.recorder.start(self._live(), until=t_k)
+        try:
+            self._apply(t_k, due)
+        finally:
+            with self._phase("observe"):
+                self.recorder.commit(observation)
+        now = self.world.now_s()
+        active, firing = len(self.driver.live), len(self.recorder.firing)
+        self.events.handle(Concurrency(t=now, active=active, firing=firing))
+        self._invoke(k)
+        self.events.handle(Boundary(k=k, of=self.boundaries, t=t_k))
+        return True
 
     def _apply(self, t_k: float, due: list[Activation]) -> None:
         """Revert the faults due at t_k, then inject the ones due (after they were observed up to t_k)."""
@@ -134,6 +142,10 @@ class Session:
         """Revert what is left, take the last observations and close the run; returns reverts that failed."""
         if self.ended:
             return []
+        with self.journal.deferred_sync():
+            return self._finish(reason)
+
+    def _finish(self, reason: str) -> list[str]:
         live = self._live()
         if reason != "error":
             try:

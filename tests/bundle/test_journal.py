@@ -112,3 +112,29 @@ def test_a_record_of_an_unknown_schema_version_is_refused(tmp_path: Path) -> Non
 def test_an_artifact_outside_the_closed_vocabulary_is_rejected() -> None:
     with pytest.raises(ValueError, match="artifact kind 'image'"):
         FaultInjected(**{**_fault().model_dump(), "artifact": "image:cartservice"})
+
+
+def test_a_deferred_batch_is_flushed_per_record_and_fsynced_once_per_stream_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr("orchestrator.bundle.journal.os.fsync", synced.append)
+    journal = Journal(tmp_path, run_id="run-0001")
+    journal.append(sample_manifest())
+    assert len(synced) == 1  # outside a batch: every record
+    with journal.deferred_sync():
+        for n in range(5):
+            journal.append(_alert(n))
+            # written and flushed at once: a crash of the process loses nothing acknowledged
+            assert len((tmp_path / "alerts.jsonl").read_bytes().splitlines()) == n + 1
+        journal.append(ServiceSample(t=0.0, q=5.0, e=0.1, l=0.0))
+        assert len(synced) == 1
+    assert len(synced) == 3  # alerts and service, once each
+    journal.append(_alert(9))
+    assert len(synced) == 4
+    journal.close()
+    with_batch = (tmp_path / "alerts.jsonl").read_bytes()
+    plain = write_bundle(
+        tmp_path / "plain", [sample_manifest(), *(_alert(n) for n in range(5)), _alert(9)], seal=False
+    )
+    assert (plain / "alerts.jsonl").read_bytes() == with_batch
