@@ -6,8 +6,10 @@ event loop thread) holds the session open for the whole invocation and every cal
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import ssl
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -59,6 +61,13 @@ def result_to_dict(result: CallToolResult) -> dict[str, Any]:
     return {"ok": True, "result": payload}
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The default TLS context, built once per process: loading the system's CA store costs tens of
+    milliseconds, and an agent forked from a warm-start template inherits the template's."""
+    return httpx2.create_ssl_context()
+
+
 class ToolClient:
     """``list_tools()`` and ``call(name, **args)`` over one MCP session; use as a context manager."""
 
@@ -88,6 +97,7 @@ class ToolClient:
 
     def open(self) -> None:
         http = httpx2.AsyncClient(
+            verify=tls_context(),
             headers={"Authorization": f"Bearer {self._token}"},
             timeout=httpx2.Timeout(self._timeout_s, read=max(self._timeout_s, 300.0)),
         )

@@ -35,6 +35,9 @@ from orchestrator.run.sandbox import Sandbox
 
 AGENTS_PACKAGE = "orchestrator.agents."
 PRELOAD = tuple(AGENTS_PACKAGE + name for name in AGENT_NAMES)
+# What the tool client imports only when it first connects (the HTTP transport and the asyncio backend of
+# its portal): imported once here instead of in every invocation.
+RUNTIME = ("anyio._backends._asyncio", "httpcore2", "h11", "truststore")
 READY_TIMEOUT_S = 60.0
 SWEEP = "--sweep"
 
@@ -175,8 +178,11 @@ def serve(module: str, requests: int, replies: IO[bytes], *, sweep: bool = False
     every other process of the PID namespace, so nothing an invocation started outlives it.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in dict.fromkeys((module, *PRELOAD)):
+    for name in dict.fromkeys((module, *PRELOAD, *RUNTIME)):
         importlib.import_module(name)
+    from orchestrator.agents.mcpclient import tls_context
+
+    tls_context()  # the CA store is loaded once; every child inherits it
     _reply(replies, {"ready": True})
     lines = _Lines(requests)
     while True:
