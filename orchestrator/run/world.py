@@ -21,7 +21,7 @@ from orchestrator.errors import OrchestratorError, TelemetryError
 from orchestrator.telemetry.server import PrometheusServer, connect_prometheus, start_prometheus
 from orchestrator.twin.clock import STEP_SECONDS
 from orchestrator.twin.launch import RunningTwin, start_twin
-from orchestrator.twin.timefmt import EPOCH
+from orchestrator.twin.timefmt import epoch_s
 
 REALTIME_POLL_S = 0.05
 REALTIME_SETTLE_S = 1.0
@@ -76,7 +76,7 @@ class TwinWorld:
 
     @property
     def origin_epoch_s(self) -> float:
-        return EPOCH.timestamp() + self.offset_s
+        return epoch_s() + self.offset_s
 
     @property
     def traces_url(self) -> str | None:

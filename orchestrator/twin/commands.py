@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
@@ -42,11 +43,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def serve_command(args: argparse.Namespace) -> int:
     from orchestrator.twin.launch import start_twin  # keeps `marathon --help` free of the server stack
+    from orchestrator.twin.timefmt import use_epoch
 
     if args.speed <= 0:
         raise ConfigError(f"--speed must be positive, got {args.speed}")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {args.port}")
+    use_epoch(datetime.now(UTC))  # a served twin starts at the wall-clock now, as a real cluster lives in it
     running = start_twin(
         args.app,
         seed=args.seed,

@@ -1,10 +1,28 @@
-"""Simulated time as Kubernetes writes it: seconds since the twin epoch to RFC 3339 strings."""
+"""Simulated time as Kubernetes writes it: seconds since the twin epoch to RFC 3339 strings.
+
+The epoch is the process's: a fixed instant (``FIXED_EPOCH``) for the twins a run or an admission drives in
+its own process, whose bundles must not depend on when they ran; the wall-clock instant a served twin
+started (``use_epoch``), so that a client of ``marathon twin serve`` sees timestamps of today and a Prometheus
+it writes to holds series at the wall-clock time it is queried at, as with a real cluster.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+FIXED_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+EPOCH = FIXED_EPOCH
+
+
+def use_epoch(moment: datetime) -> None:
+    """Make ``moment`` (to the whole second) simulated time 0 in this process; before any twin starts."""
+    global EPOCH
+    EPOCH = moment.astimezone(UTC).replace(microsecond=0)
+
+
+def epoch_s() -> float:
+    """Unix time of simulated time 0."""
+    return EPOCH.timestamp()
 
 
 def rfc3339(now: float) -> str:

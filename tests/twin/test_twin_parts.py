@@ -9,9 +9,10 @@ import pytest
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.clock import StepClock
 from orchestrator.twin.model.spans import Span, Trace
-from orchestrator.twin.observe.telemetry import EPOCH_MS, Telemetry, timestamp_ms
-from orchestrator.twin.observe.traces import EPOCH_US, jaeger_trace
+from orchestrator.twin.observe.telemetry import Telemetry, timestamp_ms
+from orchestrator.twin.observe.traces import jaeger_trace
 from orchestrator.twin.runtime import ModelRuntime
+from orchestrator.twin.timefmt import FIXED_EPOCH
 from tests.twin.model.worlds import (
     OB_APP,
     chaos,
@@ -23,6 +24,9 @@ from tests.twin.model.worlds import (
     running_pods,
     world,
 )
+
+EPOCH_MS = round(FIXED_EPOCH.timestamp() * 1000)  # an in-process twin's series are at the fixed epoch
+EPOCH_US = round(FIXED_EPOCH.timestamp() * 1_000_000)
 
 
 def _runtime() -> tuple[ModelRuntime, list[dict[str, object]]]:

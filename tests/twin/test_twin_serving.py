@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -14,6 +15,7 @@ import pytest
 
 from orchestrator.twin.apiserver.kubeconfig import read_credentials
 from orchestrator.twin.launch import start_twin
+from orchestrator.twin.timefmt import FIXED_EPOCH, parse_rfc3339
 
 pytestmark = pytest.mark.slow
 WAIT_S = 60.0  # a generous bound for a loaded CI machine; no speed is asserted
@@ -42,6 +44,7 @@ def test_the_realtime_clock_advances_the_world_without_being_asked(tmp_path: Pat
 
 def test_marathon_twin_serve_answers_kubectl_style_requests_and_advances_on_request(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc"
+    before = datetime.now(UTC).replace(microsecond=0)
     process = subprocess.Popen(
         [
             sys.executable,
@@ -80,6 +83,11 @@ def test_marathon_twin_serve_answers_kubectl_style_requests_and_advances_on_requ
             assert moved["now"] == 60.0
             pods = http.get("/api/v1/namespaces/online-boutique/pods").json()
             assert len(pods["items"]) == 12
+            # A served twin lives at the wall-clock now, as a real cluster does: its objects are of today
+            # (the stepped clock has moved 60 s past the wall clock since it started).
+            created = {parse_rfc3339(pod["metadata"]["creationTimestamp"]) for pod in pods["items"]}
+            after = datetime.now(UTC) + timedelta(seconds=moved["now"])
+            assert all(before <= FIXED_EPOCH + timedelta(seconds=t) <= after for t in created), created
             assert http.post("/twin/v1/advance", json={"seconds": -1}).status_code == 422
     finally:
         process.send_signal(signal.SIGTERM)

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from orchestrator.catalog.topology import Call, Service, Topology
 from orchestrator.rng import derive
+from orchestrator.twin import timefmt
 from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.model import messages
 from orchestrator.twin.model.chaos import Effects
 from orchestrator.twin.model.state import PodView, Snapshot
 from orchestrator.twin.model.symptoms import MIB, Reach
-from orchestrator.twin.timefmt import EPOCH
 
 if TYPE_CHECKING:
     from orchestrator.twin.model.engine import AppModel
@@ -32,7 +32,7 @@ INFO_EVERY_SECONDS = 30.0
 
 def stamp(t: float) -> str:
     """RFC 3339 with milliseconds, UTC: how the services format their own log timestamps."""
-    moment = EPOCH + timedelta(seconds=t)
+    moment = timefmt.EPOCH + timedelta(seconds=t)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

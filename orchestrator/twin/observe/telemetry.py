@@ -20,11 +20,10 @@ from functools import lru_cache
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe.metrics import Labels, Sample
 from orchestrator.twin.observe.remote_write import Encoder, RemoteWriteClient
-from orchestrator.twin.timefmt import EPOCH
+from orchestrator.twin.timefmt import epoch_s
 
 # Prometheus' staleness marker: a NaN with this exact bit pattern ends a series at that timestamp.
 STALE_NAN: float = struct.unpack(">d", bytes.fromhex("7ff0000000000002"))[0]
-EPOCH_MS = int(EPOCH.timestamp() * 1000)
 SCRAPE_SECONDS = 15.0
 MAX_SERIES_PER_REQUEST = 5000
 # Scrapes per push while the world moves (two simulated minutes); ``flush`` pushes the rest.
@@ -33,7 +32,7 @@ SCRAPES_PER_PUSH = 8
 
 def timestamp_ms(now: float) -> int:
     """Milliseconds since the Unix epoch of a simulated instant."""
-    return EPOCH_MS + round(now * 1000)
+    return round(epoch_s() * 1000) + round(now * 1000)
 
 
 @lru_cache(maxsize=262144)

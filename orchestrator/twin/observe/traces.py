@@ -12,9 +12,11 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from orchestrator.twin.model.spans import Trace, TraceBook
-from orchestrator.twin.timefmt import EPOCH
+from orchestrator.twin.timefmt import epoch_s
 
-EPOCH_US = int(EPOCH.timestamp() * 1_000_000)
+
+def _epoch_us() -> int:
+    return round(epoch_s() * 1_000_000)
 
 
 def jaeger_trace(trace: Trace) -> dict[str, Any]:
@@ -39,7 +41,7 @@ def jaeger_trace(trace: Trace) -> dict[str, Any]:
                 "operationName": span.operation,
                 "references": references,
                 "flags": 1,
-                "startTime": EPOCH_US + span.start_us,
+                "startTime": _epoch_us() + span.start_us,
                 "duration": span.duration_us,
                 "tags": tags,
                 "logs": [],
@@ -87,8 +89,8 @@ def router(book: TraceBook, *, lock: Any) -> APIRouter:
                 service=service,
                 operation=operation,
                 limit=limit,
-                start_us=None if start is None else start - EPOCH_US,
-                end_us=None if end is None else end - EPOCH_US,
+                start_us=None if start is None else start - _epoch_us(),
+                end_us=None if end is None else end - _epoch_us(),
             )
             data = [jaeger_trace(t) for t in found]
         return _envelope(data, limit)
