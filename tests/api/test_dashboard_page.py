@@ -219,3 +219,83 @@ def _events_so_far(live: Server, run_id: str) -> list[dict[str, Any]]:
     """The run's event log as the server has written it so far."""
     path = live.data / "runs" / run_id / "events.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.endswith("}")]
+
+
+def _night(day: int) -> dict[str, Any]:
+    stamp = f"2026-11-{day:02d}T02:00:00+00:00"
+    failed = day == 28
+    runs = [
+        {"run_id": f"r{day}a", "app": "online-boutique", "agent": "runbook", "seed": 1, "status": "finished",
+         "marathon_score": 40.0 + day},
+        {"run_id": f"r{day}b", "app": "online-boutique", "agent": "noop", "seed": 1,
+         "status": "failed" if failed else "finished", "marathon_score": None if failed else 10.0},
+    ]  # fmt: skip
+    return {"night": stamp, "started_at": stamp, "runs": runs}
+
+
+# Newest first, as GET /nightly answers.
+NIGHTLY = {"next_run_at": "2026-12-03T02:00:00+00:00", "nights": [_night(day) for day in (30, 29, 28)]}
+
+
+@needs_chromium
+def test_the_nightly_panel_shows_the_next_run_and_each_nights_runs_with_a_score_trend() -> None:
+    """The page against canned answers of the control plane (no server): GET /nightly's document."""
+    from playwright.sync_api import Route, sync_playwright
+
+    static = Path(__file__).resolve().parents[2] / "orchestrator" / "api" / "static"
+    answers: dict[str, Any] = {
+        "/openapi.json": {"paths": {"/nightly": {}}},
+        "/nightly": NIGHTLY,
+        "/runs": {"total": 0, "offset": 0, "limit": 50, "runs": []},
+        "/leaderboard": {"rows": [], "incomplete": []},
+        "/dashboard/choices": {"apps": ["online-boutique"], "agents": ["noop"]},
+    }
+    files = {
+        "/": "dashboard.html",
+        "/static/dashboard.js": "dashboard.js",
+        "/static/dashboard.css": "dashboard.css",
+    }
+    types = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+
+    def serve(route: Route) -> None:
+        path = "/" + route.request.url.split("/", 3)[3].split("?")[0]
+        if path in files:
+            name = files[path]
+            route.fulfill(
+                body=(static / name).read_text(encoding="utf-8"), content_type=types[Path(name).suffix]
+            )
+        elif path in answers:
+            route.fulfill(json=answers[path])
+        else:
+            route.fulfill(status=404, json={"detail": "not found"})
+
+    logged: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 760, "height": 900})
+            page.on("console", lambda m: logged.append(f"{m.type}: {m.text}") if m.type in LOUD else None)
+            page.on("pageerror", lambda exc: logged.append(f"pageerror: {exc}"))
+            page.route("http://dashboard.test/**", serve)
+            page.goto("http://dashboard.test/")
+            page.wait_for_selector("#nightly[data-state='scheduled']", timeout=30_000)
+            assert (page.text_content("#nightly-next") or "").startswith("next run: ")
+            nights = page.locator("#nightly-nights tbody tr")
+            assert nights.count() == 3
+            assert [nights.nth(i).get_attribute("data-night") for i in range(3)] == [
+                n["night"] for n in NIGHTLY["nights"]
+            ]  # newest first
+            assert nights.nth(2).locator("td").nth(2).text_content() == "1 finished, 1 failed"
+            assert nights.nth(0).locator("td").nth(3).text_content() == "40.0"  # mean of 70 and 10
+            assert page.get_attribute("#nightly-chart", "data-points") == "3"
+            assert page.locator("#nightly-chart path").count() == 2  # mean and best
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+            answers["/openapi.json"] = {"paths": {}}  # a control plane without the schedule
+            page.reload()
+            page.wait_for_selector("#nightly[data-state='none']", timeout=30_000)
+            assert page.text_content("#nightly-next") == "no nightly schedule"
+            assert page.locator("#nightly-nights").is_hidden()
+        finally:
+            browser.close()
+    assert logged == []
