@@ -19,6 +19,7 @@ from orchestrator.twin.controllers.chaos import ChaosStatusController
 from orchestrator.twin.controllers.deployments import WorkloadControllers
 from orchestrator.twin.controllers.endpoints import EndpointsController
 from orchestrator.twin.controllers.events import EventRecorder
+from orchestrator.twin.controllers.jobs import JobController, job_defaults
 from orchestrator.twin.controllers.lifecycle import Kubelet
 from orchestrator.twin.controllers.replicasets import ReplicaSetController
 from orchestrator.twin.logbook import LogBook
@@ -27,6 +28,7 @@ from orchestrator.twin.runtime_protocol import PodRuntime
 from orchestrator.twin.store import (
     DEPLOYMENTS,
     ENDPOINTS,
+    JOBS,
     NAMESPACES,
     NODES,
     PODS,
@@ -83,6 +85,7 @@ class Cluster:
                 (PODS.group, PODS.plural): lambda obj, _old: defaults.pod(obj),
                 (SERVICES.group, SERVICES.plural): defaults.ServiceDefaults(),
                 (NAMESPACES.group, NAMESPACES.plural): lambda obj, _old: defaults.namespace(obj),
+                (JOBS.group, JOBS.plural): job_defaults,
             }
         )
         self.workloads = WorkloadControllers(self.store, self.events)
@@ -90,6 +93,7 @@ class Cluster:
             store=self.store, events=self.events, logbook=self.logbook, runtime=runtime, seed=seed
         )
         self.replicasets = ReplicaSetController(self.store, self.events, self.kubelet.delete_pod)
+        self.jobs = JobController(self.store, self.events, self.kubelet.delete_pod)
         self.endpoints = EndpointsController(self.store)
         self.chaos = ChaosStatusController(self.store)
         self._last_expiry = start
@@ -183,6 +187,7 @@ class Cluster:
             self.workloads.collect_garbage(now, self.kubelet.delete_pod)
             self.workloads.reconcile_deployments(now)
             self.replicasets.reconcile(now)
+            self.jobs.reconcile(now)
             self.kubelet.step(now)
             self.replicasets.update_status(now)
             self.workloads.update_deployment_status(now)

@@ -109,6 +109,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=_ALL,
         subresources=("status", "scale"),
     ),
+    ResourceType("batch", "v1", "Job", "jobs", categories=_ALL, subresources=("status",)),
     *(
         ResourceType(
             CHAOS_GROUP,

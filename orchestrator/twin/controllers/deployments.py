@@ -33,7 +33,7 @@ from orchestrator.twin.controllers.workloads import (
     unavailable_of,
     without_hash,
 )
-from orchestrator.twin.store import DEPLOYMENTS, PODS, REPLICASETS, Obj, Store
+from orchestrator.twin.store import DEPLOYMENTS, JOBS, PODS, REPLICASETS, Obj, Store
 
 
 class WorkloadControllers:
@@ -60,10 +60,12 @@ class WorkloadControllers:
             owner = controller_uid(rs)
             if owner is not None and owner not in alive:
                 self.store.delete(REPLICASETS, rs["metadata"]["namespace"], rs["metadata"]["name"])
-        alive_rs = {r["metadata"]["uid"] for r in self.store.values(REPLICASETS)}
+        # A pod's controller is a ReplicaSet or a Job.
+        alive_owners = {o["metadata"]["uid"] for kind in (REPLICASETS, JOBS) for o in self.store.values(kind)}
         for pod in sorted(self.store.values(PODS), key=object_key):
             owner = controller_uid(pod)
-            if owner is not None and owner not in alive_rs and not pod["metadata"].get("deletionTimestamp"):
+            deleting = pod["metadata"].get("deletionTimestamp")
+            if owner is not None and owner not in alive_owners and not deleting:
                 delete_pod(pod, now)
         self._seen_deletions = self.store.deletions
 

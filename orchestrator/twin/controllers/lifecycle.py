@@ -32,6 +32,8 @@ from orchestrator.twin.store import NODES, PODS, Obj, Store
 from orchestrator.twin.timefmt import rfc3339
 from orchestrator.vocabulary.quantities import go_duration
 
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
 
 class Kubelet:
     """Scheduling and container lifecycle for every pod, once per step."""
@@ -99,6 +101,8 @@ class Kubelet:
                 if now - self._deleting[uid] >= TERMINATION_S:
                     self._remove(pod)
                 continue
+            if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+                continue  # its containers have ended for good (a Job's pod): nothing more to run or write
             if uid not in self._tracks:
                 if nodes is None:
                     nodes = slots(self.store.values(NODES), self.store.values(PODS))
