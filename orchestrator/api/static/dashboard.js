@@ -76,7 +76,7 @@ function niceStep(span, maxTicks, integer) {
 function timeTicks(tMax, width) {
   // Schedule time in minutes, or hours once a run is longer than three.
   const unit = tMax > 3 * 3600 ? 3600 : 60;
-  const step = niceStep(tMax / unit, Math.max(2, Math.floor(width / 70)), false);
+  const step = niceStep(tMax / unit, Math.max(2, Math.floor(width / 42)), false);
   const ticks = [];
   for (let i = 0; i * step * unit <= tMax + 1e-6; i++) {
     ticks.push({ at: i * step * unit, label: trimmed(i * step, 2) });
