@@ -150,7 +150,7 @@ def _warnings(runs: Sequence[SeedRun]) -> str:
         if not p.complete:
             said.append(f"Seed {p.seed} ({p.run_id}) did not complete ({p.end}): not comparable.")
         if p.no_verify or not p.verified:
-            said.append(f"Seed {p.seed} ({p.run_id}): {p.integrity}.")
+            said.append(f"Seed {p.seed} ({p.run_id}): {p.stated_integrity}.")
         if not p.sandboxed:
             said.append(f"Seed {p.seed} ({p.run_id}): the agent ran without its sandbox.")
     for field in ("rule_pack", "catalog", "code", "delta_s", "budget_s"):

@@ -38,11 +38,17 @@ class Provenance:
     end: str  # the run_ended reason, or what is missing
     complete: bool
     bundle_sha256: str  # of the tag manifest, which covers every file of the bag
-    integrity: str
+    integrity: str  # what verification found, whether or not it was required before scoring
     verified: bool
     no_verify: bool
     baseline: str
     sandboxed: bool
+
+    @property
+    def stated_integrity(self) -> str:
+        if self.no_verify:
+            return f"NOT CHECKED BEFORE SCORING (--no-verify); {self.integrity}"
+        return self.integrity
 
     def rows(self) -> list[tuple[str, str]]:
         """The block as (name, value) rows, in reading order (no side effects)."""
@@ -57,7 +63,7 @@ class Provenance:
             ("Catalog", self.catalog),
             ("Delta / budget", f"{self.delta_s:g} s / {self.budget_s:g} s"),
             ("Bundle SHA-256", self.bundle_sha256),
-            ("Integrity", self.integrity),
+            ("Integrity", self.stated_integrity),
             ("No-action baseline", self.baseline),
             ("Agent sandbox", "bwrap" if self.sandboxed else "NONE (--unsandboxed): not comparable"),
         ]
@@ -81,7 +87,8 @@ def integrity_of(path: Path) -> tuple[str, bool]:
         return "NOT SEALED: cannot be verified", False
     verification = verify_bundle(path)
     if not verification.ok:
-        first = verification.findings[0]
+        # A finding that names a file says more than the bag's byte count does.
+        first = next((f for f in verification.findings if f.subject != "bag"), verification.findings[0])
         return f"DOES NOT VERIFY ({len(verification.findings)} problems; first {first})", False
     signature = ", signature ok" if verification.signed else ", unsigned"
     return f"verified: manifests and hash chains intact{signature}", True
@@ -108,8 +115,6 @@ def gather_provenance(bundle: Bundle, baseline: Bundle | None, *, no_verify: boo
     manifest = bundle.manifest
     end, complete = end_of(bundle)
     integrity, verified = integrity_of(bundle.path)
-    if no_verify:
-        integrity = f"NOT CHECKED BEFORE SCORING (--no-verify); {integrity}"
     if baseline is None:
         said_baseline = "none: degradation level -"
     else:

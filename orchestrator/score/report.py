@@ -155,7 +155,7 @@ def _warnings(provenance: Provenance) -> str:
             "are not comparable with complete runs."
         )
     if provenance.no_verify or not provenance.verified:
-        said.append(f"Integrity: {provenance.integrity}.")
+        said.append(f"Integrity: {provenance.stated_integrity}.")
     if not provenance.sandboxed:
         said.append("The agent ran without its sandbox (--unsandboxed): it could read the ground truth.")
     return "".join(f'<p class="warning">{escape(line)}</p>' for line in said)

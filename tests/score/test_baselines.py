@@ -247,8 +247,8 @@ def test_no_verify_scores_a_cut_bundle_and_says_so_on_the_result(tmp_path: Path)
     _cut_in_half(bundle)
     done = _cli("score", str(bundle), "--no-verify", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0].startswith("NOT VERIFIED (--no-verify): NOT CHECKED BEFORE SCORING")
-    assert "DOES NOT VERIFY" in done.stdout.splitlines()[0]
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("NOT VERIFIED (--no-verify): DOES NOT VERIFY (") and "data/agent.jsonl" in first
     page = tmp_path / "r.html"
     done = _cli("report", str(bundle), "--no-verify", "-o", str(page), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
