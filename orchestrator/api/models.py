@@ -56,12 +56,16 @@ class RunRequest(BaseModel):
 
 
 class Progress(BaseModel):
-    boundary: int
-    boundaries: int
-    schedule_t_s: float
+    """How far the run is: boundaries done of all, and the schedule time reached."""
+
+    boundary: int = Field(description="the last boundary whose agent invocation returned; 0 before the first")
+    boundaries: int = Field(description="boundaries in the run's schedule; 0 until the first one is done")
+    schedule_t_s: float = Field(description="schedule seconds from the run's start at that boundary")
 
 
 class Links(BaseModel):
+    """The run's resources, as paths on this server."""
+
     self: str
     events: str
     bundle: str
@@ -70,6 +74,8 @@ class Links(BaseModel):
 
 
 class RunView(BaseModel):
+    """A run as the registry keeps it. Public: live faults by id and counts, never their catalog entries."""
+
     id: str
     app: str
     seed: int
@@ -77,7 +83,7 @@ class RunView(BaseModel):
     backend: str
     clock: str
     status: Status
-    source: str
+    source: str = Field(description="who started it: api, cli, or nightly and the night's UTC start")
     created_at: str
     ended_at: str | None
     progress: Progress
@@ -91,11 +97,13 @@ class RunView(BaseModel):
     error: str | None
     recovery: str | None
     runner_run_id: str | None
-    score: dict[str, Any] | None
+    score: dict[str, Any] | None = Field(description="the Score document once the run is scored, else null")
     links: Links
 
 
 class RunPage(BaseModel):
+    """One page of runs, newest first, and how many match the filters in all."""
+
     total: int
     offset: int
     limit: int
@@ -103,6 +111,8 @@ class RunPage(BaseModel):
 
 
 class Created(BaseModel):
+    """A run that was started: its id and where to follow it."""
+
     id: str
     status: Status
     links: Links
@@ -184,8 +194,10 @@ class Leaderboard(BaseModel):
 
 
 class Health(BaseModel):
+    """The server answers."""
+
     status: Literal["ok"]
-    active_runs: int
+    active_runs: int = Field(description="runs this server follows now")
 
 
 class ErrorBody(BaseModel):
