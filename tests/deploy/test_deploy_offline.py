@@ -305,11 +305,15 @@ def test_kind_cluster_has_a_control_plane_and_two_workers_in_each_of_two_zones()
     cluster = documents(DEPLOY / "kind/cluster.yaml")[0]
     roles = [node["role"] for node in cluster["nodes"]]
     assert roles.count("control-plane") == 1 and roles.count("worker") == 4
-    zones = [
-        node.get("labels", {}).get("topology.kubernetes.io/zone")
-        for node in cluster["nodes"]
-        if node["role"] == "worker"
-    ]
+    zones = []
+    for node in cluster["nodes"]:
+        if node["role"] == "worker":
+            (patch,) = [yaml.safe_load(p) for p in node["kubeadmConfigPatches"]]
+            assert patch["kind"] == "JoinConfiguration"
+            labels = patch["nodeRegistration"]["kubeletExtraArgs"]["node-labels"]
+            key, _, zone = labels.partition("=")
+            assert key == "topology.kubernetes.io/zone", labels
+            zones.append(zone)
     assert sorted(zones) == ["zone-a", "zone-a", "zone-b", "zone-b"]
     assert cluster["networking"]["disableDefaultCNI"] is True
     assert {node["image"] for node in cluster["nodes"]} == {versions()["KIND_NODE_IMAGE"]}
