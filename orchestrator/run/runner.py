@@ -226,6 +226,11 @@ def _cpu_seconds() -> dict[str, float]:
     }
 
 
+def _peak_rss_mb() -> float:
+    """Peak resident memory in MB of this process (the twin, the evaluator, the tool server) so far."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def _seal_what_was_written(run_dir: Path) -> None:
     """A run that failed still leaves a sealed, verifiable record of what happened until then."""
     if (run_dir / BUNDLE_DIR / "run.jsonl").is_file():
@@ -284,6 +289,7 @@ def _drive(
                         "started_at": started_at,
                         "wall_s": round(time.monotonic() - began, 3),
                         "cpu_s": _cpu_seconds(),
+                        "peak_rss_mb": _peak_rss_mb(),
                         "phases_s": {key: round(value, 3) for key, value in sorted(session.wall.items())},
                         "host": platform.node(),
                         "python": sys.version.split()[0],
