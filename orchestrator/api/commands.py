@@ -127,14 +127,36 @@ def _serve(args: argparse.Namespace) -> int:
         settings = Settings(db_url=url, data_dir=args.data.resolve(), token=token, max_active=args.max_active)
         app = create_app(settings, nightly=nightly)
         port = sock.getsockname()[1]
-        print(f"marathon control plane at http://{args.host}:{port}/ (registry {url})", flush=True)
-        if upcoming is not None:
-            print(f"nightly matrix {nightly}: next night at {upcoming}", flush=True)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5))
-        server.run(sockets=[sock])
+        with _stopped_by_signals(server) as stopped:
+            print(f"marathon control plane at http://{args.host}:{port}/ (registry {url})", flush=True)
+            if upcoming is not None:
+                print(f"nightly matrix {nightly}: next night at {upcoming}", flush=True)
+            server.run(sockets=[sock])
     finally:
         sock.close()
+    if stopped:
+        print(f"marathon control plane stopped ({signal.Signals(stopped[0]).name})", flush=True)
     return 0
+
+
+@contextmanager
+def _stopped_by_signals(server: Any) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM end the server gracefully, even one that comes before uvicorn listens for them
+    (uvicorn drains the server, then hands the signal back to the handler it found, which is this one): a
+    stop asked for is exit 0, not a death by the signal."""
+    stopped: list[int] = []
+
+    def note(signum: int, _frame: Any) -> None:
+        stopped.append(signum)
+        server.should_exit = True
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopped
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _upcoming_night(path: Path) -> str:

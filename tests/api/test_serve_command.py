@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -36,3 +37,20 @@ def test_a_port_in_use_is_one_line_naming_it_and_nothing_starts(tmp_path: Path) 
         "Address already in use"
     ]
     assert done.stdout == "" and not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_server_gracefully_with_exit_0(tmp_path: Path, stop: signal.Signals) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "serve", "--data", str(tmp_path / "data"), "--port", "0",
+         "--no-nightly"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    first = process.stdout.readline()  # printed once the socket listens and the app is built
+    assert first.startswith("marathon control plane at http://127.0.0.1:"), first
+    process.send_signal(stop)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert out.strip() == f"marathon control plane stopped ({stop.name})"
+    assert "Traceback" not in err
