@@ -188,13 +188,13 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         total, rows = registry.page(
             app=app_name, agent=agent, status=status, source=source, seed=seed, offset=offset, limit=limit
         )
-        return RunPage(total=total, offset=offset, limit=limit, runs=[view_of(r) for r in rows])
+        return RunPage(total=total, offset=offset, limit=limit, runs=[view_of(r, runs.events) for r in rows])
 
     @app.get("/runs/{run_id}", response_model=RunView, responses=NOT_FOUND, summary="A run")
     def get_run(run_id: str) -> RunView:
         """The run's registry row: status, progress, live faults by id, counts, its score once scored.
         Public: a live run's fault ids tell nothing of their catalog entries."""
-        return view_of(found(run_id))
+        return view_of(found(run_id), runs.events)
 
     @app.post(
         "/runs/{run_id}/stop", status_code=202, response_model=RunView, dependencies=[Depends(authorised)],
@@ -206,7 +206,7 @@ def create_app(settings: Settings, *, nightly: Path | None = None) -> FastAPI:
         row = runs.stop(run_id)
         if row is None:
             raise HTTPException(404, f"no run {run_id!r}")
-        return view_of(row)
+        return view_of(row, runs.events)
 
     @app.get(
         "/runs/{run_id}/events",

@@ -88,11 +88,18 @@ class RunView(BaseModel):
     ended_at: str | None
     progress: Progress
     active_faults: list[str]
+    active_fault_categories: list[str] = Field(
+        default_factory=list,
+        description="the category of each active fault, sorted; never which service or artifact it hit",
+    )
     injections: int
     reverts: int
     failures: int
     invocations: int
     firing_alerts: int
+    firing_alert_names: list[str] = Field(
+        default_factory=list, description="the rule name of each firing alert, sorted (as alert sinks show)"
+    )
     reason: str | None
     error: str | None
     recovery: str | None
