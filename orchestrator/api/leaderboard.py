@@ -20,7 +20,7 @@ from orchestrator.api.models import (
     ScoreEntry,
     SeedScore,
 )
-from orchestrator.score.aggregate import CONFIDENCE, estimate
+from orchestrator.score.aggregate import CONFIDENCE, KindOutcome, consistency_of, estimate, handled_end_to_end
 
 if TYPE_CHECKING:
     from orchestrator.api.registry import RunRow
@@ -159,25 +159,22 @@ def component_means(counted: Sequence[Result]) -> dict[str, float]:
 
 def kind_shares(counted: Sequence[Result]) -> list[KindShare]:
     """For each fault kind (catalog id) in the counted runs' outcomes: the seeds whose run injected it, and
-    of those the share where it was resolved, i.e. every fault of that kind in the run was handled end to
-    end (correlated, located and repaired: a = b = c = 1, docs/metrics.md's "Resolved" but for collateral,
-    which the bundle cannot show). The report's per-kind table counts a repair (c = 1) alone. Ordered by
-    catalog id (no side effects)."""
-    seen: dict[str, int] = {}
-    resolved: dict[str, int] = {}
-    for result in counted:
-        outcomes = (result.score or {}).get("outcomes") or []
-        by_kind: dict[str, bool] = {}
-        for outcome in outcomes:
-            kind = str(outcome.get("catalog_id", ""))
-            done = outcome.get("a") == 1 and outcome.get("b") == 1 and outcome.get("c") == 1
-            by_kind[kind] = by_kind.get(kind, True) and done
-        for kind, done in by_kind.items():
-            seen[kind] = seen.get(kind, 0) + 1
-            resolved[kind] = resolved.get(kind, 0) + int(done)
+    of those the share where it was resolved, as the report's seed aggregate counts it
+    (``orchestrator.score.aggregate.consistency_of``). Ordered by catalog id (no side effects)."""
+    runs = [
+        [
+            KindOutcome(
+                catalog_id=str(o.get("catalog_id", "")), category=str(o.get("category", "")),
+                mechanism=str(o.get("mechanism", "")),
+                handled=handled_end_to_end(o.get("a", 0), o.get("b", 0), o.get("c", 0)),
+            )  # fmt: skip
+            for o in (result.score or {}).get("outcomes") or []
+        ]
+        for result in counted
+    ]
     return [
-        KindShare(catalog_id=k, seeds=seen[k], resolved=resolved[k], share=resolved[k] / seen[k])
-        for k in sorted(seen)
+        KindShare(catalog_id=k.catalog_id, seeds=k.seeds, resolved=k.resolved, share=k.share)
+        for k in consistency_of(runs)
     ]
 
 

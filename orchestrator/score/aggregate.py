@@ -2,7 +2,8 @@
 (Student t, n - 1 degrees of freedom), and how consistently each fault kind was resolved (pure).
 
 A fault kind is a catalog id. It counts as resolved in a seed when every injection of it in that seed was
-repaired (c = 1); its consistency is the share of the seeds that injected it in which it was resolved.
+handled end to end (a = b = c = 1); its consistency is the share of the seeds that injected it in which it
+was resolved. The leaderboard counts it the same way.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ class KindConsistency:
     category: str
     mechanism: str
     seeds: int  # seeds in which it was injected
-    resolved: int  # of those, seeds in which every injection of it was repaired
+    resolved: int  # of those, seeds in which every injection of it was handled end to end
     injections: int
 
     @property
@@ -125,21 +126,49 @@ class KindConsistency:
         return self.resolved / self.seeds if self.seeds else 0.0
 
 
+@dataclass(frozen=True)
+class KindOutcome:
+    """One fault of a run as consistency counts it: its kind, and whether it was handled end to end."""
+
+    catalog_id: str
+    category: str
+    mechanism: str
+    handled: bool
+
+
+def handled_end_to_end(a: int, b: int, c: int) -> bool:
+    """Correlated, located and repaired: docs/metrics.md's "Resolved" but for collateral, which the bundle
+    cannot show yet."""
+    return a == 1 and b == 1 and c == 1
+
+
 def consistency(cards: Sequence[Scorecard]) -> list[KindConsistency]:
     """Per fault kind, in how many of the seeds that injected it it was resolved (catalog id order)."""
+    return consistency_of(
+        [
+            [KindOutcome(o.catalog_id, o.category, o.mechanism, handled_end_to_end(o.a, o.b, o.c))
+             for o in card.outcomes]  # fmt: skip
+            for card in cards
+        ]
+    )
+
+
+def consistency_of(runs: Sequence[Sequence[KindOutcome]]) -> list[KindConsistency]:
+    """``runs``: one per seed. A kind counts as resolved in a seed when every fault of it there was handled
+    end to end; its consistency is the share of the seeds that injected it in which it was (pure)."""
     kinds: dict[str, tuple[str, str]] = {}
     seeds: dict[str, int] = {}
     resolved: dict[str, int] = {}
     injections: dict[str, int] = {}
-    for card in cards:
-        repaired: dict[str, bool] = {}
-        for o in card.outcomes:
+    for outcomes in runs:
+        handled: dict[str, bool] = {}
+        for o in outcomes:
             kinds.setdefault(o.catalog_id, (o.category, o.mechanism))
-            repaired[o.catalog_id] = repaired.get(o.catalog_id, True) and o.c == 1
+            handled[o.catalog_id] = handled.get(o.catalog_id, True) and o.handled
             injections[o.catalog_id] = injections.get(o.catalog_id, 0) + 1
-        for catalog_id, fixed in repaired.items():
+        for catalog_id, done in handled.items():
             seeds[catalog_id] = seeds.get(catalog_id, 0) + 1
-            resolved[catalog_id] = resolved.get(catalog_id, 0) + int(fixed)
+            resolved[catalog_id] = resolved.get(catalog_id, 0) + int(done)
     return [
         KindConsistency(
             catalog_id=catalog_id,

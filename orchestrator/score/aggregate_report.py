@@ -206,7 +206,8 @@ def render_aggregate(runs: Sequence[SeedRun]) -> str:
             charts["scores"],
             charts["components"],
             "<h2>Consistency per fault kind</h2>",
-            "<p>A kind is resolved in a seed when every injection of it there was repaired (c = 1).</p>",
+            "<p>A kind is resolved in a seed when every injection of it there was handled end to end "
+            "(correlated, located and repaired: a = b = c = 1).</p>",
             _table(
                 "kinds",
                 ("catalog id", "category", "mechanism", "injections", "resolved in seeds", "share"),

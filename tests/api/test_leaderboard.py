@@ -267,3 +267,18 @@ def test_the_leaderboard_help_shows_every_default_and_imports_nothing_heavy() ->
     for option in ("--bundles", "--json", "--data", "--db"):
         assert option in done.stdout
     assert done.stdout.count("(default") >= 4, done.stdout
+
+
+def test_a_kind_repaired_but_never_located_is_resolved_neither_here_nor_in_the_seed_aggregate() -> None:
+    from orchestrator.score.aggregate import KindOutcome, consistency_of, handled_end_to_end
+
+    repaired_only = {**_outcome("ob-a", True), "b": 0}  # c = 1, yet the culprit was never named
+    results = [_result("r1", 1, 50.0, outcomes=[repaired_only]), _result("r2", 2, 60.0, order=1,
+               outcomes=[_outcome("ob-a", True)])]  # fmt: skip
+    (row,) = leaderboard(results).rows
+    (kind,) = row.kinds
+    assert (kind.catalog_id, kind.seeds, kind.resolved) == ("ob-a", 2, 1)
+    runs = [[KindOutcome("ob-a", "", "", handled_end_to_end(o["a"], o["b"], o["c"]))]
+            for o in (repaired_only, _outcome("ob-a", True))]  # fmt: skip
+    (same,) = consistency_of(runs)
+    assert (same.seeds, same.resolved, same.share) == (kind.seeds, kind.resolved, kind.share)
