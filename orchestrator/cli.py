@@ -46,7 +46,11 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "alerts": ("evaluate the rule pack against a Prometheus", ("orchestrator.telemetry.commands",)),
     "run": ("run a marathon and score it", ("orchestrator.api.run_command",)),
     "serve": ("serve the control plane API and dashboard", ("orchestrator.api.commands",)),
-    "nightly": ("run the nightly benchmark matrix", ("orchestrator.api.commands",)),
+    "nightly": (
+        "run the nightly benchmark matrix",
+        # ``orchestrator.api.job_commands`` extends the nightly command, so comes after it.
+        ("orchestrator.api.commands", "orchestrator.api.job_commands"),
+    ),
     "leaderboard": (
         "mean score and its 95 percent CI per app and agent over seeds, from the registry or bundles",
         ("orchestrator.api.leaderboard_commands",),

@@ -36,6 +36,7 @@ _API_OF_KIND: dict[str, tuple[str, str, bool]] = {
     "DeploymentScale": ("apps", "deployment_scale", True),
     "ReplicaSet": ("apps", "replica_set", True),
     "StatefulSet": ("apps", "stateful_set", True),
+    "Job": ("batch", "job", True),
 }
 
 
@@ -61,6 +62,7 @@ class KubeClient:
         self.kubeconfig = kubeconfig
         self.core = client.CoreV1Api(api)
         self.apps = client.AppsV1Api(api)
+        self.batch = client.BatchV1Api(api)
         self.custom = client.CustomObjectsApi(api)
 
     @classmethod
