@@ -51,3 +51,11 @@ def test_requests_hold_at_most_the_series_asked_for() -> None:
 
 def test_varints_are_protobufs() -> None:
     assert [varint(n) for n in (0, 1, 127, 128, 300)] == [b"\x00", b"\x01", b"\x7f", b"\x80\x01", b"\xac\x02"]
+
+
+def test_scrapes_of_the_same_series_and_a_scrape_repeating_a_series_encode_as_the_runtime_writes() -> None:
+    keys = [("up", (("job", str(i)),)) for i in range(4)]
+    same: list[Scrape] = [(T0 + 15_000 * k, keys, [float(k * i) for i in range(4)]) for k in range(3)]
+    assert b"".join(Encoder().requests(same, max_series=5000)) == _reference(same)
+    repeated: list[Scrape] = [(T0, [keys[0], keys[1], keys[0]], [1.0, 2.0, 3.0])]
+    assert b"".join(Encoder().requests(repeated, max_series=5000)) == _reference(repeated)

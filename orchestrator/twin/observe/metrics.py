@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
 
 from orchestrator.catalog.topology import Call
@@ -43,13 +44,15 @@ def _span_labels(namespace: str, key: tuple[str, str, str, str]) -> tuple[Labels
 
 
 def span_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
+    found: list[Sample] = []
+    bucket = repeat("traces_span_metrics_duration_milliseconds_bucket")
     for key, count, total, buckets in model.spans.export():
         base, per_bucket = _span_labels(namespace, key)
-        yield "traces_span_metrics_calls_total", base, count
-        yield "traces_span_metrics_duration_milliseconds_sum", base, total
-        yield "traces_span_metrics_duration_milliseconds_count", base, count
-        for labels, value in zip(per_bucket, buckets, strict=True):
-            yield "traces_span_metrics_duration_milliseconds_bucket", labels, value
+        found.append(("traces_span_metrics_calls_total", base, count))
+        found.append(("traces_span_metrics_duration_milliseconds_sum", base, total))
+        found.append(("traces_span_metrics_duration_milliseconds_count", base, count))
+        found.extend(zip(bucket, per_bucket, buckets, strict=False))  # one per bucket: per_bucket's length
+    return found
 
 
 def _owner(pod: dict[str, Any]) -> tuple[str, str]:

@@ -56,6 +56,18 @@ def label_bytes(name: str, labels: Labels) -> bytes:
     )
 
 
+def _samples(ts: int, values: Sequence[float]) -> list[bytes]:
+    """The encoded ``samples`` field of each value at timestamp ``ts`` (no side effects)."""
+    stamp = b"\x10" + varint(ts)
+    with_value = b"\x12" + bytes((9 + len(stamp),)) + b"\x09"
+    zero = b"\x12" + bytes((len(stamp),)) + stamp
+    packed = struct.pack(f"<{len(values)}d", *values)
+    return [
+        zero if raw == _ZERO else with_value + raw + stamp
+        for raw in (packed[i : i + 8] for i in range(0, len(packed), 8))
+    ]
+
+
 class Encoder:
     """Turns scrapes into ``WriteRequest`` bodies; remembers each series' encoded labels."""
 
@@ -65,25 +77,38 @@ class Encoder:
     def timeseries(self, scrapes: Sequence[Scrape]) -> list[bytes]:
         """One encoded TimeSeries (without its field header) per series, in order of first appearance, its
         samples in time order (no side effects beyond the label cache)."""
+        if scrapes and self._same_series(scrapes):
+            return self._columns(scrapes)
         samples: dict[Key, list[bytes]] = {}
         for ts, keys, values in scrapes:
-            stamp = b"\x10" + varint(ts)
-            with_value = b"\x12" + bytes((9 + len(stamp),)) + b"\x09"
-            zero = b"\x12" + bytes((len(stamp),)) + stamp
-            packed = struct.pack(f"<{len(values)}d", *values)
-            for index, key in enumerate(keys):
+            pieces = _samples(ts, values)
+            for key, piece in zip(keys, pieces, strict=True):
                 found = samples.get(key)
                 if found is None:
                     found = samples[key] = []
-                raw = packed[8 * index : 8 * index + 8]
-                found.append(zero if raw == _ZERO else with_value + raw + stamp)
-        series = []
-        for key, encoded in samples.items():
-            labels = self._labels.get(key)
-            if labels is None:
-                labels = self._labels[key] = label_bytes(*key)
-            series.append(labels + b"".join(encoded))
-        return series
+                found.append(piece)
+        return [self._label_bytes(key) + b"".join(encoded) for key, encoded in samples.items()]
+
+    def _same_series(self, scrapes: Sequence[Scrape]) -> bool:
+        """Whether every scrape holds the same series, each once, in the same order (the usual case)."""
+        first = scrapes[0][1]
+        if any(keys is not first and keys != first for _, keys, _ in scrapes[1:]):
+            return False
+        return len(set(first)) == len(first)
+
+    def _columns(self, scrapes: Sequence[Scrape]) -> list[bytes]:
+        """The scrapes of one set of series, encoded a scrape at a time instead of a sample at a time."""
+        labels = [self._label_bytes(key) for key in scrapes[0][1]]
+        columns = [_samples(ts, values) for ts, _, values in scrapes]
+        if len(columns) == 1:
+            return [head + body for head, body in zip(labels, columns[0], strict=True)]
+        return [head + b"".join(row) for head, row in zip(labels, zip(*columns, strict=True), strict=True)]
+
+    def _label_bytes(self, key: Key) -> bytes:
+        found = self._labels.get(key)
+        if found is None:
+            found = self._labels[key] = label_bytes(*key)
+        return found
 
     def requests(self, scrapes: Sequence[Scrape], *, max_series: int) -> Iterator[bytes]:
         """Uncompressed ``WriteRequest`` bodies of at most ``max_series`` series each."""

@@ -76,12 +76,12 @@ class Telemetry:
     def scrape(self, now: float, samples: Iterable[Sample]) -> None:
         """Record one sample per series at ``now``; series gone since the last scrape go stale."""
         ts = timestamp_ms(now)
-        keys: list[tuple[str, Labels]] = []
-        values: list[float] = []
-        for name, labels, value in samples:
-            keys.append((name, labels))
-            values.append(value)
-        if keys != self._last_keys:
+        listed = samples if isinstance(samples, list) else list(samples)
+        keys: list[tuple[str, Labels]] = [(name, labels) for name, labels, _ in listed]
+        values: list[float] = [value for _, _, value in listed]
+        if keys == self._last_keys:
+            keys = self._last_keys  # one list for every scrape of the same series: the encoder sees so
+        else:
             gone = sorted(set(self._last_keys) - set(keys))
             self._last_keys = list(keys)
             keys.extend(gone)
