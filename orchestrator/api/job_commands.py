@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,7 @@ def add_executor_arguments(nightly: argparse.ArgumentParser) -> None:
     cell.set_defaults(func=_cell)
 
 
-def cell_index(given: int | None, environ: dict[str, str] | os._Environ[str]) -> int:
+def cell_index(given: int | None, environ: Mapping[str, str]) -> int:
     """The cell to run: ``--index``, else ``$JOB_COMPLETION_INDEX``; ``ConfigError`` when neither says."""
     if given is not None:
         return given
