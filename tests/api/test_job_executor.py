@@ -249,7 +249,6 @@ def _night(stdout: str) -> str:
     return found[1]
 
 
-@pytest.mark.slow
 def test_a_matrix_run_as_an_indexed_job_registers_the_scores_the_local_executor_does(tmp_path: Path) -> None:
     nightly = tmp_path / "nightly.yaml"
     nightly.write_text(yaml.safe_dump({
