@@ -124,12 +124,15 @@ class Twin:
         return self.clock.now
 
     # -- moving the world -------------------------------------------------------------------------
-    def advance(self, seconds: float) -> float:
-        """Move the world ``seconds`` forward in whole steps; returns the simulated time reached."""
+    def advance(self, seconds: float, *, flush: bool = True) -> float:
+        """Move the world ``seconds`` forward in whole steps; returns the simulated time reached. Its series
+        are in Prometheus when it returns, unless ``flush`` is False (nothing reads them before the next
+        advance that flushes)."""
         with self.cluster.lock:
             for now in self.clock.advance(seconds):
                 self._step(now)
-            self.telemetry.flush()
+            if flush:
+                self.telemetry.flush()
             return self.clock.now
 
     def _step(self, now: float) -> None:

@@ -35,9 +35,9 @@ class RunningTwin:
         """Why the realtime clock stopped, if it died."""
         return self.twin.clock_error
 
-    def advance(self, seconds: float) -> float:
+    def advance(self, seconds: float, *, flush: bool = True) -> float:
         """Move the stepped world forward (the same as ``POST /twin/v1/advance``)."""
-        return self.twin.advance(seconds)
+        return self.twin.advance(seconds, flush=flush)
 
     def stop(self) -> None:
         """Stop the clock and the server and wait for its thread; safe to call twice."""
