@@ -58,8 +58,10 @@ serve: setup
 	$(BIN)/marathon serve
 .PHONY: serve
 
+# One table of figures; `make bench BENCH_ARGS=--save-baseline` keeps them in tests/bench_baseline.json, and
+# later runs show each figure's ratio to it (BENCH_ARGS="--only marathon,interface" runs some areas).
 bench: setup
-	$(BIN)/python tests/bench.py
+	$(BIN)/python tests/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,76 +1,126 @@
-"""A full marathon as ``make marathon SEED=42`` runs it: Online Boutique on the stepped twin, 60 arrivals over
-90 simulated minutes, 45 invocations of the runbook agent, sealed, verified and scored against a no-action
-baseline computed alongside (target: under 60 s wall on 2 cores). A second run with an agent that returns
-at once shows what the runner itself costs per boundary.
+"""Whole marathons as ``make marathon`` runs them: each app on the stepped twin with seed 42 and the runbook
+agent at the default length (60 arrivals over 60 simulated minutes, 30 more of observation, 45 invocations),
+sealed, verified and scored. The first run of an app computes its no-action baseline alongside (the
+second core); the figure is the median of three runs after it, which find the baseline cached.
+
+Also: a run with twice the faults and twice the duration against the base (it should cost about twice as
+much, not more), the peak resident memory of a marathon, and the command line's own costs (``--help``,
+``score``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-MARATHON = [
-    sys.executable,
-    "-m",
-    "orchestrator.cli",
-    "run",
-    "--app",
-    "online-boutique",
-    "--seed",
-    "42",
-    "--quiet",
-]
-QUERY_PHASES = ("observe", "artifacts")
+from tests.benchkit import Figure, median_wall
+
+APPS = (("online-boutique", 20.0), ("train-ticket", 30.0), ("astronomy-shop", 20.0))
+ROUNDS = 3
+SCALE_LIMIT = 2.2
+DOUBLE = ["--faults", "120", "--injection-period", "7200", "--observation-period", "3600"]
+CLI = [sys.executable, "-m", "orchestrator.cli"]
+MARATHON = Path(sys.executable).with_name("marathon")
 
 
-def _run(extra: list[str], runs: Path) -> tuple[float, float, dict[str, object]]:
-    """Wall and CPU seconds (this child and everything it started) of one ``marathon run``, and its runtime
-    facts."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def _command(app: str, runs: Path, *extra: str) -> list[str]:
+    return [*CLI, "run", "--app", app, "--seed", "42", "--agent", "runbook", "--runs", str(runs), "--quiet",
+            "--no-register", *extra]  # fmt: skip
+
+
+def _run(command: list[str]) -> tuple[float, Path, float]:
+    """Wall seconds of one run, its run directory, and the peak RSS in MB of the largest process of its tree
+    (the runner, Prometheus, the baseline's runner or the agent's template)."""
     started = time.perf_counter()
-    done = subprocess.run(
-        [*MARATHON, *extra, "--runs", str(runs)], capture_output=True, text=True, check=False, env=os.environ
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise RuntimeError(f"marathon run failed ({done.returncode}): {done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    bundle = next(line.split(": ", 1)[1] for line in done.stdout.splitlines() if line.startswith("bundle: "))
-    runtime = json.loads((Path(bundle) / "data" / "runtime.json").read_text())
-    score = json.loads((Path(bundle).parent / "score.json").read_text())
-    runtime["score"] = score["marathon_score"]
-    return wall, cpu, runtime
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, env=os.environ)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if process.returncode != 0:
+        raise RuntimeError(f"marathon run failed ({process.returncode}): {stderr[-2000:]}")
+    bundle = next(line.split(": ", 1)[1] for line in stdout.splitlines() if line.startswith("bundle: "))
+    return wall, Path(bundle).parent, usage.ru_maxrss / 1024
 
 
-def bench() -> list[tuple[str, str, str]]:
-    rows: list[tuple[str, str, str]] = []
+def _runtime(run_dir: Path) -> dict[str, Any]:
+    runtime: dict[str, Any] = json.loads((run_dir / "bundle" / "data" / "runtime.json").read_text())
+    return runtime
+
+
+def _phases(runtime: dict[str, Any]) -> str:
+    phases = runtime.get("phases_s", {})
+    shown = ", ".join(f"{name} {float(phases[name]):.1f}" for name in sorted(phases))
+    return f"{shown} (wall s)"
+
+
+def _app_rows(app: str, limit: float, runs: Path) -> tuple[list[Any], float, Path, float]:
+    cold, _, _ = _run(_command(app, runs))
+    walls, last, rss = [], Path(), 0.0
+    for _ in range(ROUNDS):
+        wall, last, peak = _run(_command(app, runs))
+        walls.append(wall)
+        rss = max(rss, peak)
+    median = statistics.median(walls)
+    runtime = _runtime(last)
+    rows: list[Any] = [
+        Figure(
+            f"{app}: marathon, cached baseline (median of {ROUNDS})",
+            median,
+            "s",
+            limit,
+            shown=f"{median:.1f} s ({min(walls):.1f}-{max(walls):.1f})",
+        ),  # fmt: skip
+        Figure(f"{app}: first run, baseline computed alongside", cold, "s"),
+        (f"{app}:   phases of the last run", _phases(runtime), ""),
+    ]
+    return rows, median, last, rss
+
+
+def _rss_row(app: str, run_dir: Path, tree_mb: float) -> Figure:
+    runner = float(_runtime(run_dir).get("peak_rss_mb", 0.0))
+    shown = f"{runner:.0f} MB the runner; {tree_mb:.0f} MB the largest process of its tree"
+    return Figure(f"{app}: peak RSS of a marathon", runner, "MB", shown=shown)
+
+
+def bench() -> list[Any]:
+    rows: list[Any] = []
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp) / "runs"
-        wall, cpu, runtime = _run(["--agent", "runbook"], runs)
-        rows.append(("make marathon SEED=42 (runbook, cold baseline)", f"{wall:.1f} s wall, {cpu:.1f} s CPU",
-                     "< 60 s on 2 cores"))  # fmt: skip
-        phases = runtime["phases_s"]
-        assert isinstance(phases, dict)
-        rows.append(("  of which the agent's 45 invocations", f"{phases.get('agent', 0.0):.1f} s", ""))
-        rows.append(("  Marathon-Score", f"{runtime['score']}", ""))
-        wall, cpu, runtime = _run(["--agent-cmd", "true", "--no-baseline"], runs)
-        phases = runtime["phases_s"]
-        assert isinstance(phases, dict)
-        queries = sum(float(phases.get(name, 0.0)) for name in QUERY_PHASES)
-        rows.append(("45 invocations of a no-op command, no baseline", f"{wall:.1f} s wall, {cpu:.1f} s CPU",
-                     "well under 60 s"))  # fmt: skip
-        rows.append(("  twin advance", f"{float(phases.get('advance', 0.0)):.1f} s", ""))
-        rows.append(("  queries per boundary (rules, probes, samples)", f"{1000 * queries / 45:.0f} ms", ""))
+        base, ob_run = 0.0, Path()
+        for app, limit in APPS:
+            found, median, last, tree_mb = _app_rows(app, limit, runs)
+            rows += found
+            rows.append(_rss_row(app, last, tree_mb))
+            if app == "online-boutique":
+                base, ob_run = median, last
+        double, _, _ = _run(_command("online-boutique", runs, *DOUBLE, "--no-baseline"))
+        rows.append(
+            Figure(
+                "online-boutique: 2x faults and 2x duration, wall over the base",
+                double / base,
+                "x",
+                SCALE_LIMIT,
+                shown=f"{double / base:.2f}x ({double:.1f} s vs {base:.1f} s)",
+            )  # fmt: skip
+        )
+        score, walls = median_wall([str(MARATHON), "score", str(ob_run / "bundle")], rounds=3)
+        rows.append(Figure("marathon score BUNDLE (median of 3)", score, "s", 1.0))
+    helped, _ = median_wall([str(MARATHON), "--help"], rounds=5)
+    rows.append(Figure("marathon --help (median of 5)", helped, "s", 0.5))
     return rows
 
 
 if __name__ == "__main__":
     for row in bench():
-        print(" | ".join(row))
+        print(row)

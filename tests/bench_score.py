@@ -24,6 +24,7 @@ from orchestrator.bundle.records import (
 from orchestrator.bundle.verify import verify_bundle
 from orchestrator.rng import derive
 from orchestrator.score.scorecard import score_bundle, scorecard_json
+from tests.benchkit import Figure
 
 SERVICES = [
     "frontend",
@@ -130,31 +131,23 @@ def _best_of(runs: int, action: object) -> float:
     return best
 
 
-def bench() -> list[tuple[str, str, str]]:
+def bench() -> list[object]:
     records = marathon_records()
     in_memory = bundle_from_records(records, path=Path("memory"))
     card = score_bundle(in_memory)
-    rows = [
-        (
-            "score 60 faults, 2,000 alerts, 500 tool calls",
-            f"{_best_of(3, lambda: scorecard_json(score_bundle(in_memory))):.3f} s",
-            "< 1 s",
-        ),
-    ]
+    scored = _best_of(3, lambda: scorecard_json(score_bundle(in_memory)))
+    name = "score 60 faults, 2,000 alerts, 500 tool calls (best of 3)"
+    rows: list[object] = [Figure(name, scored, "s", 1.0)]
     with tempfile.TemporaryDirectory() as scratch:
         bundle = write_bundle(Path(scratch) / "bundle", records)
-        rows.append(
-            (
-                "read + score, sealed bundle",
-                f"{_best_of(3, lambda: score_bundle(read_bundle(bundle))):.3f} s",
-                "< 1 s",
-            )
-        )
-        rows.append(("verify, sealed bundle", f"{_best_of(3, lambda: verify_bundle(bundle)):.3f} s", "-"))
+        read = _best_of(3, lambda: score_bundle(read_bundle(bundle)))
+        rows.append(Figure("read + score, sealed bundle (best of 3)", read, "s", 1.0))
+        verified = _best_of(3, lambda: verify_bundle(bundle))
+        rows.append(Figure("verify, sealed bundle (best of 3)", verified, "s"))
     rows.append(("faults matched (sanity)", f"{sum(o.a for o in card.outcomes)} / 60", "-"))
     return rows
 
 
 if __name__ == "__main__":
     for row in bench():
-        print(" | ".join(row))
+        print(row)
