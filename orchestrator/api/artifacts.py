@@ -12,10 +12,10 @@ from orchestrator.api.registry import RunRow
 from orchestrator.bundle.reader import Bundle, read_bundle
 from orchestrator.bundle.seal import is_sealed, pack_bundle
 from orchestrator.errors import OrchestratorError
-from orchestrator.run.baseline import BASELINES, baseline_key, cached
 from orchestrator.run.config import RunConfig
 from orchestrator.run.finishing import BUNDLE_DIR
-from orchestrator.run.plan import make_plan
+from orchestrator.score.baselines import find_baseline, search_roots
+from orchestrator.score.provenance import end_of
 from orchestrator.score.report import render_report
 from orchestrator.score.scorecard import score_bundle
 
@@ -46,24 +46,21 @@ def packed_bundle(row: RunRow) -> Path:
     return target
 
 
-def _baseline(row: RunRow) -> Bundle | None:
-    """The no-action baseline the run was scored against, when it was and is still cached."""
+def _baseline(row: RunRow, bundle: Bundle) -> Bundle | None:
+    """The no-action baseline the run was scored against, found as ``marathon score`` finds it (by the
+    run's manifest, under its runs root); None for a run that did not complete or has none cached."""
     config = RunConfig.model_validate(row.config)
-    if not config.against_baseline:
+    if not config.against_baseline or not end_of(bundle)[1]:
         return None
-    try:
-        key = baseline_key(config, make_plan(config))
-    except OrchestratorError:
-        return None
-    found = cached(config.runs_root / BASELINES / key)
-    return read_bundle(found) if found is not None else None
+    search = find_baseline(bundle.manifest, roots=search_roots(bundle.path, config.runs_root))
+    return read_bundle(search.found) if search.found is not None else None
 
 
 def report_html(row: RunRow) -> Path:
     target = row.home / REPORT
     if not target.is_file():
         bundle = read_bundle(bundle_dir(row))
-        baseline = _baseline(row)
+        baseline = _baseline(row, bundle)
         try:
             card = score_bundle(bundle, baseline)
         except OrchestratorError:

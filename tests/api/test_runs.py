@@ -35,7 +35,7 @@ def test_a_short_twin_run_streams_its_events_and_its_bundle_scores_as_marathon_s
     server: Server, tmp_path: Path
 ) -> None:
     with server.client() as client:
-        run_id = start_run(client)
+        run_id = start_run(client, baseline=True)
         seen = list(events(client, run_id))
         kinds = [e["type"] for e in seen]
         assert kinds[0] == "started"
@@ -58,7 +58,8 @@ def test_a_short_twin_run_streams_its_events_and_its_bundle_scores_as_marathon_s
 
         served = client.get(f"/runs/{run_id}/score").json()  # an ended run's score is public
         scored = subprocess.run(
-            [sys.executable, "-m", "orchestrator.cli", "score", str(bundle), "--json"],
+            [sys.executable, "-m", "orchestrator.cli", "score", str(bundle), "--json",
+             "--runs", str(server.data / "runs")],  # where the server keeps the run's no-action baseline
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         assert served == json.loads(scored.stdout)
@@ -66,6 +67,8 @@ def test_a_short_twin_run_streams_its_events_and_its_bundle_scores_as_marathon_s
 
         report = client.get(f"/runs/{run_id}/report")
         assert report.status_code == 200 and report.headers["content-type"].startswith("text/html")
+        level = served["degradation_level"]  # the report finds the baseline the run was scored against
+        assert level is not None and f"<td>{level:.1f} %</td>" in report.text
         board = client.get("/leaderboard").json()["rows"]
         assert any(row["latest"]["run_id"] == run_id for row in board)
         metrics = client.get("/metrics").text
