@@ -119,6 +119,19 @@ def _deployment_row(d: Obj, now: float) -> list[Any]:
     ]
 
 
+def _job_row(job: Obj, now: float) -> list[Any]:
+    spec, status = job["spec"], job.get("status") or {}
+    ended = {c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"}
+    running = "Suspended" if spec.get("suspend") else "Running"
+    state = next((s for s in ("Complete", "Failed") if s in ended), running)
+    completions = spec.get("completions")
+    start, end = status.get("startTime"), status.get("completionTime")
+    duration = human_duration((parse_rfc3339(end) if end else now) - parse_rfc3339(start)) if start else ""
+    names, images = _images(spec["template"].get("spec") or {})
+    done = f"{status.get('succeeded', 0)}/{completions if completions is not None else 1}"
+    return [job["metadata"]["name"], state, done, duration, _age(job, now), names, images, _selector(spec)]
+
+
 def _replicaset_row(rs: Obj, now: float) -> list[Any]:
     status = rs.get("status") or {}
     names, images = _images(rs["spec"]["template"].get("spec") or {})
@@ -255,6 +268,19 @@ TABLES: dict[str, tuple[tuple[Column, ...], Callable[[Obj, float], list[Any]]]] 
             ("Selector", _S, 1),
         ),
         _replicaset_row,
+    ),
+    "Job": (
+        (
+            ("Name", _S, 0),
+            ("Status", _S, 0),
+            ("Completions", _S, 0),
+            ("Duration", _S, 0),
+            ("Age", _S, 0),
+            ("Containers", _S, 1),
+            ("Images", _S, 1),
+            ("Selector", _S, 1),
+        ),
+        _job_row,
     ),
     "Service": (
         (

@@ -9,9 +9,11 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from orchestrator.twin.apiserver.tables import TABLES, human_duration
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.controllers.jobs import INDEX_ENV, INDEX_KEY, compressed
 from orchestrator.twin.store import JOBS, PODS
+from orchestrator.twin.timefmt import parse_rfc3339
 from tests.twin.api.support import NAMESPACE, LiveServer, run
 
 
@@ -108,6 +110,9 @@ def test_an_indexed_job_runs_each_index_once_up_to_its_parallelism_and_completes
     assert status["completedIndexes"] == "0-2" and status["succeeded"] == 3 and "active" not in status
     assert [c["type"] for c in status["conditions"]] == ["Complete"] and "completionTime" in status
     assert len(_pods(cluster, "night")) == 3  # nothing more is started
+    row = TABLES["Job"][1](cluster.store.get(JOBS, NAMESPACE, "night"), cluster.now + 600)  # kubectl get jobs
+    took = parse_rfc3339(status["completionTime"]) - parse_rfc3339(status["startTime"])
+    assert row[:4] == ["night", "Complete", "3/3", human_duration(took)] and took > 0
 
 
 def test_a_job_past_its_backoff_limit_fails_and_its_pods_outlive_other_deletions(cluster: Cluster) -> None:
