@@ -115,6 +115,23 @@ class AgentProcess:
             wall_s=wall,
         )
 
+    def prepare(self) -> None:
+        """Start the warm-start template of a built-in agent now, in the background, so that its imports
+        overlap with the run's first boundary instead of delaying the first invocation; it is started at
+        the first invocation otherwise. A template that cannot start leaves the command to be spawned."""
+        module = warmstart.warm_module(self.command) if self.warm else None
+        if module is None or self._template is not None:
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            try:
+                self._template = warmstart.Template(
+                    module, env=agent_environment({}), log=log, sandbox=self.sandbox, wait=False
+                )
+            except (AgentError, OSError) as exc:
+                log.write(f"--- warm start failed ({exc}); spawning the command instead ---\n".encode())
+                self.warm = False
+
     def close(self) -> None:
         """End the warm-start template, if one was started (the run is over)."""
         if self._template is not None:

@@ -149,6 +149,7 @@ def open_session(
                 sandbox=sandbox,
             )
             stack.callback(agent.close)
+            agent.prepare()
         world.begin()
         events.handle(Phase("first boundary"))
         yield Session(

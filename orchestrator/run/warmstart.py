@@ -56,11 +56,12 @@ class Template:
     """The runner's side of one template process."""
 
     def __init__(self, module: str, *, env: Mapping[str, str], log: BinaryIO,
-                 sandbox: Sandbox | None = None) -> None:  # fmt: skip
+                 sandbox: Sandbox | None = None, wait: bool = True) -> None:  # fmt: skip
         """``env`` is the template's own environment: the allow-listed part of ours, so that nothing of the
         orchestrator's (an upstream model key, say) is in the process the agents are forked from. ``log``
         (the agent log) is its standard error, which every invocation writes to. With a ``sandbox`` the
-        template runs inside it and sweeps the sandbox's PID namespace after each invocation."""
+        template runs inside it and sweeps the sandbox's PID namespace after each invocation. Unless
+        ``wait``, the template imports in the background and the first ``fork`` waits for it."""
         self.module = module
         command = [sys.executable, "-m", "orchestrator.run.warmstart", module]
         start = subprocess.Popen if sandbox is None else sandbox.start
@@ -73,13 +74,24 @@ class Template:
             start_new_session=True,  # a terminal's Ctrl-C is the runner's to handle, not the template's
         )
         self._buffer = b""
+        self._ready = False
+        if wait:
+            self._await_ready()
+
+    def _await_ready(self) -> None:
+        if self._ready:
+            return
         if self._read(READY_TIMEOUT_S) is None:  # {"ready": true} once the imports are done
             self.close()
-            raise AgentError(f"the agent template for {module} was not ready within {READY_TIMEOUT_S:.0f} s")
+            raise AgentError(
+                f"the agent template for {self.module} was not ready within {READY_TIMEOUT_S:.0f} s"
+            )
+        self._ready = True
 
     def fork(self, *, workspace: str, env: Mapping[str, str]) -> int:
         """Start one invocation in ``workspace`` (a path as the template sees it); the pid of its process
         (also its process group and session) as the template sees it."""
+        self._await_ready()
         self._write({"cwd": workspace, "env": dict(env)})
         reply = self._read(READY_TIMEOUT_S)
         if reply is None or reply.get("started") is not True or not isinstance(reply.get("pid"), int):

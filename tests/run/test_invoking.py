@@ -163,3 +163,17 @@ def _template_pid(agent: AgentProcess) -> int:
     template = agent._template
     assert template is not None
     return template._process.pid
+
+
+def test_a_prepared_template_imports_in_the_background_and_serves_the_first_invocation(
+    tmp_path: Path, warm_agent: AgentProcess
+) -> None:
+    agent = warm_agent
+    agent.prepare()  # returns before the template has imported anything
+    started = _template_pid(agent)
+    outcome = agent.invoke(1, env=agent_environment({"PROBE_MODE": "exit"}), budget_s=60.0)
+    assert outcome.exit_code == 3
+    assert _template_pid(agent) == started  # the invocation was forked from it, not from a second one
+    agent.prepare()  # a template already there is kept
+    assert _template_pid(agent) == started
+    assert "warm start failed" not in (tmp_path / "agent.log").read_text()
