@@ -20,6 +20,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from orchestrator.api.leaderboard import leaderboard_rows
+from orchestrator.api.models import LeaderboardRow
 from orchestrator.api.registry import ACTIVE, ENDED, STATUSES, Registry, runs
 from orchestrator.run.events import Failed, Injected, Invoked, Reverted, RunEvent
 
@@ -96,6 +98,7 @@ class Snapshot:
     live: list[LiveRun]
     invocations: dict[tuple[str, str], int]  # (app, agent) -> agent invocations, every run
     scored: list[ScoredRun]  # oldest first
+    board: list[LeaderboardRow]
 
 
 def source_label(source: str) -> str:
@@ -140,6 +143,7 @@ def read_snapshot(registry: Registry) -> Snapshot:
         ],
         invocations={(a, g): int(v or 0) for a, g, v in invocations},
         scored=[ScoredRun(run_id=i, app=a, agent=g, seed=int(s), score=float(m)) for i, a, g, s, m in scored],
+        board=leaderboard_rows(registry.ended()),
     )
 
 
@@ -158,7 +162,7 @@ def snapshot_families(snapshot: Snapshot, *, latest_scores: int) -> Iterator[Met
     for (app, agent), count in sorted(snapshot.invocations.items()):
         agent_calls.add_metric([app, agent], count)
     yield agent_calls
-    yield from _scores(snapshot.scored, latest=latest_scores)
+    yield from _scores(snapshot.scored, snapshot.board, latest=latest_scores)
 
 
 def _run_counts(by_status: dict[tuple[str, str], int]) -> Iterator[Metric]:
@@ -201,7 +205,7 @@ def _live(live: Sequence[LiveRun]) -> Iterator[Metric]:
     return iter((faults, firing, calls))
 
 
-def _scores(scored: Sequence[ScoredRun], *, latest: int) -> Iterator[Metric]:
+def _scores(scored: Sequence[ScoredRun], board: Sequence[LeaderboardRow], *, latest: int) -> Iterator[Metric]:
     pairs: dict[tuple[str, str], list[ScoredRun]] = {}
     for run in scored:
         pairs.setdefault((run.app, run.agent), []).append(run)
@@ -210,26 +214,36 @@ def _scores(scored: Sequence[ScoredRun], *, latest: int) -> Iterator[Metric]:
         f"Marathon-Score of a scored run, the newest {latest} per app and agent",
         labels=("app", "agent", "seed", "run_id"),
     )
-    families = {
-        "best": GaugeMetricFamily(
-            "marathon_leaderboard_best_score", "Best Marathon-Score", labels=PAIR_LABELS
-        ),
-        "latest": GaugeMetricFamily(
-            "marathon_leaderboard_latest_score", "Marathon-Score of the latest scored run", labels=PAIR_LABELS
-        ),
-        "mean": GaugeMetricFamily(
-            "marathon_leaderboard_mean_score", "Mean Marathon-Score of the scored runs", labels=PAIR_LABELS
-        ),
-        "runs": GaugeMetricFamily("marathon_leaderboard_runs", "Scored runs", labels=PAIR_LABELS),
-    }
     for (app, agent), members in sorted(pairs.items()):
         for run in members[-latest:]:
             each.add_metric([app, agent, str(run.seed), run.run_id], run.score)
-        values = [run.score for run in members]
-        figures = {"best": max(values), "latest": values[-1], "mean": sum(values) / len(values),
-                   "runs": float(len(values))}  # fmt: skip
-        for key, family in families.items():
-            family.add_metric([app, agent], figures[key])
+    # The leaderboard's own figures (GET /leaderboard): completed runs only, one per seed in the mean.
+    families = {
+        "mean": GaugeMetricFamily(
+            "marathon_leaderboard_mean_score", "Mean Marathon-Score over seeds (the leaderboard's)",
+            labels=PAIR_LABELS,
+        ),
+        "ci95": GaugeMetricFamily(
+            "marathon_leaderboard_ci95_half_width", "Half-width of the mean's 95 % Student t interval",
+            labels=PAIR_LABELS,
+        ),
+        "seeds": GaugeMetricFamily("marathon_leaderboard_seeds", "Seeds in the mean", labels=PAIR_LABELS),
+        "best": GaugeMetricFamily(
+            "marathon_leaderboard_best_score", "Best Marathon-Score of a completed run", labels=PAIR_LABELS
+        ),
+        "latest": GaugeMetricFamily(
+            "marathon_leaderboard_latest_score", "Marathon-Score of the latest completed run",
+            labels=PAIR_LABELS,
+        ),
+        "runs": GaugeMetricFamily("marathon_leaderboard_runs", "Completed runs", labels=PAIR_LABELS),
+    }  # fmt: skip
+    for row in board:
+        figures = {"mean": row.mean, "seeds": float(row.n), "best": row.best.marathon_score,
+                   "latest": row.latest.marathon_score, "runs": float(row.runs)}  # fmt: skip
+        if row.ci95 is not None:
+            figures["ci95"] = row.ci95.half_width
+        for key, value in figures.items():
+            families[key].add_metric([row.app, row.agent], value)
     return iter((each, *families.values()))
 
 

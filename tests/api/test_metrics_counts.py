@@ -108,15 +108,23 @@ def test_scores_are_exposed_for_the_newest_runs_per_app_and_agent_with_the_leade
     for i, score in enumerate([10.0, 50.0, 20.0, 40.0]):
         _register(registry, f"s{i}", source="nightly", seed=i, score={"marathon_score": score})
     _register(registry, "o0", source="api", agent="oracle", score={"marathon_score": 90.0})
+    _register(registry, "x9", source="api", seed=9, status="stopped", reason="stopped",
+              score={"marathon_score": 100.0})  # fmt: skip
     samples = _samples(Metrics(registry, latest_scores=3).exposition().decode())
     noop = {s.labels["run_id"]: s.value for s in samples["marathon_run_score"] if s.labels["agent"] == "noop"}
-    assert noop == {"s1": 50.0, "s2": 20.0, "s3": 40.0}  # the oldest of four left out
+    assert noop == {"s2": 20.0, "s3": 40.0, "x9": 100.0}  # the newest three scored runs, stopped or not
     pair = {"app": "online-boutique", "agent": "noop"}
+    # The leaderboard's figures, as GET /leaderboard has them: the stopped run is in none of them.
     assert _value(samples, "marathon_leaderboard_best_score", **pair) == 50.0
     assert _value(samples, "marathon_leaderboard_latest_score", **pair) == 40.0
-    assert _value(samples, "marathon_leaderboard_mean_score", **pair) == 30.0  # over all four
+    assert _value(samples, "marathon_leaderboard_mean_score", **pair) == 30.0  # over the four seeds
+    assert _value(samples, "marathon_leaderboard_seeds", **pair) == 4
     assert _value(samples, "marathon_leaderboard_runs", **pair) == 4
+    # sd of 10, 50, 20, 40 is 18.257; t(0.975, 3) = 3.182446
+    assert _value(samples, "marathon_leaderboard_ci95_half_width", **pair) == pytest.approx(29.05, abs=0.01)
     assert _value(samples, "marathon_leaderboard_mean_score", app="online-boutique", agent="oracle") == 90.0
+    one_seed = [s for s in samples["marathon_leaderboard_ci95_half_width"] if s.labels["agent"] == "oracle"]
+    assert one_seed == []  # no interval from one seed
 
 
 def test_a_registry_that_does_not_answer_is_told_by_a_gauge_not_a_failed_scrape(registry: Registry) -> None:
