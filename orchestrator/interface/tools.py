@@ -7,8 +7,10 @@ server and the REST mirror.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
 
 from orchestrator.interface import args as a
@@ -31,7 +33,7 @@ class Tool:
     handler: Callable[[Backend, Any], Any]
 
     def schema(self) -> Json:
-        return self.args.model_json_schema()
+        return copy.deepcopy(_schema(self.args))  # a copy: the caller may change what it is given
 
     def listing(self) -> Json:
         return {
@@ -40,6 +42,12 @@ class Tool:
             "description": self.description,
             "schema": self.schema(),
         }
+
+
+@cache
+def _schema(model: type[a.Args]) -> Json:
+    """An argument model's JSON schema, generated once: every MCP session lists the tools."""
+    return model.model_json_schema()
 
 
 def _list_source(backend: Backend, args: a.ListSource) -> Json:
