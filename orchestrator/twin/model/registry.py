@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from orchestrator.catalog.faults import BuildBehaviour, CodeFault
 from orchestrator.catalog.topology import Topology
@@ -23,6 +24,7 @@ class Build:
     log_service: str | None = None
 
 
+@lru_cache(maxsize=4096)
 def split_image(image: str) -> tuple[str, str]:
     """(short name, tag) of an image reference; the registry path and any digest are dropped."""
     ref = image.split("@", 1)[0]
