@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from orchestrator.bundle.records import Record
+from orchestrator.score.report import collateral_html
 from orchestrator.score.scorecard import scorecard_json
 from orchestrator.score.table import render_text
 from tests.score.scenario import act, alert, fault, probes, report, score, states, workload
@@ -116,3 +117,19 @@ def test_a_touched_workload_outside_the_scopes_is_collateral_only_if_it_ends_cha
 def test_a_bundle_with_only_the_start_snapshot_has_unknown_collateral(tmp_path: Path) -> None:
     card = score(tmp_path, [*_handled(), _start()])
     assert (card.collateral, card.resolved, card.resolved_share) == (None, None, None)
+
+
+def test_the_report_lists_each_collateral_difference_and_says_when_collateral_is_unknown(
+    tmp_path: Path,
+) -> None:
+    records = [
+        *_handled(),
+        act(140, "emailservice", tool="scale_service"),
+        _start(),
+        states("end", 1800, workload("cartservice"), workload("emailservice", replicas=3),
+               workload("paymentservice")),
+    ]  # fmt: skip
+    html = collateral_html(score(tmp_path / "changed", records))
+    assert html.count('<tr class="difference">') == 1
+    assert "<td>Deployment/emailservice</td><td>replicas</td><td>1</td><td>3</td><td>INC-1</td>" in html
+    assert "unknown (no service snapshots)" in collateral_html(score(tmp_path / "old", _handled()))
