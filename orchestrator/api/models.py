@@ -231,9 +231,33 @@ class FaultScore(BaseModel):
     a: int = Field(ge=0, le=1, description="a_f: 1 when an incident of the agent's matched the fault (Corr)")
     b: int = Field(ge=0, le=1, description="b_f: 1 when a report diagnosed it (Loc)")
     c: int = Field(ge=0, le=1, description="c_f: 1 when the agent's repair of it was verified (Rep)")
+    # Absent from the scores of bundles scored before it existed; their documents are served as written.
+    resolved: int | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="1 when located and repaired with no collateral charged to its incident; null: unknown",
+    )
     outcome: Literal[
         "missed", "correlated_only", "located_without_repair", "acted_on_without_repair", "handled_end_to_end"
     ]
+
+
+class ResolvedCount(BaseModel):
+    """How many faults were resolved, and their share of the faults; null when collateral is unknown."""
+
+    n: int | None = Field(ge=0, description="faults resolved")
+    share: float | None = Field(description="resolved faults over all faults")
+
+
+class CollateralDifference(BaseModel):
+    """One workload field outside every fault's scope that the agent touched and left changed."""
+
+    workload: str = Field(description="KIND/name")
+    field: str = Field(description="exists, images, config or replicas")
+    start: str = Field(description="its value at the run's start")
+    end: str = Field(description="its value at the run's end")
+    incidents: list[str] = Field(description="incidents referenced by the interventions that touched it")
 
 
 class Score(BaseModel):
@@ -254,6 +278,15 @@ class Score(BaseModel):
     faults: int = Field(ge=0, description="scored faults, |F|")
     forbidden_attempts: int = Field(ge=0, description="actions the policy refused")
     interventions: int = Field(ge=0, description="interventions executed")
+    # The next three are absent from scores written before they existed; such documents are served as written.
+    ambiguity_share: float | None = Field(
+        default=None, description="of the attributable alerts, the fraction attributable to several faults"
+    )
+    resolved: ResolvedCount | None = Field(default=None, description="faults resolved, count and share")
+    collateral: list[CollateralDifference] | None = Field(
+        default=None,
+        description="differences the agent left outside every fault's scope; null when not recorded",
+    )
     model_calls: int = Field(ge=0, description="metered model calls")
     tokens_in: int = Field(ge=0)
     tokens_out: int = Field(ge=0)

@@ -16,6 +16,7 @@ A sealed bundle looks like this::
     data/service.jsonl: service_sample
     data/agent.jsonl: invocation, tool_call, incident_report, intervention, forbidden_attempt
     data/metering.jsonl: model_call
+    data/state.jsonl: service_states (every workload of the namespace, at the run's start and at its end)
     data/runtime.json: wall-clock facts; the only file that differs between equal runs
 
 Every stream line is canonical JSON (sorted keys, no spaces) with ``prev``, the SHA-256 of the previous line

@@ -36,6 +36,7 @@ from orchestrator.bundle.records import (
     RunManifest,
     ScheduleRecord,
     ServiceSample,
+    ServiceStates,
     ToolCall,
 )
 from orchestrator.bundle.seal import is_sealed
@@ -66,6 +67,7 @@ class Bundle:
     interventions: tuple[Intervention, ...] = ()
     forbidden: tuple[ForbiddenAttempt, ...] = ()
     model_calls: tuple[ModelCall, ...] = ()
+    service_states: tuple[ServiceStates, ...] = ()  # the workloads at the run's start and end
 
 
 def payload_dir(bundle: Path) -> Path:
@@ -122,6 +124,7 @@ _FIELD_OF_TYPE: dict[type[Record], str] = {
     Intervention: "interventions",
     ForbiddenAttempt: "forbidden",
     ModelCall: "model_calls",
+    ServiceStates: "service_states",
 }
 
 

@@ -220,6 +220,39 @@ class ServiceSample(_Record):
     l: Fraction  # noqa: E741 - the metric's own name in docs/metrics.md
 
 
+class WorkloadState(BaseModel):
+    """One Deployment or StatefulSet as it stood: what it runs, how it is configured, how many replicas.
+
+    ``config_sha256`` is the SHA-256 of the canonical JSON of its containers' settings (see
+    ``orchestrator/run/states.py``): two states have the same hash exactly when no such setting changed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["Deployment", "StatefulSet"]
+    name: str = Field(min_length=1)
+    images: dict[str, str]  # container name -> image
+    config_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    replicas: Annotated[int, Field(ge=0)]
+
+
+class ServiceStates(_Record):
+    """Every workload of the app's namespace at the run's start (before the first boundary) or its end
+    (after the final reverts): what docs/metrics.md's collateral check compares."""
+
+    kind: Literal["service_states"] = "service_states"
+    moment: Literal["start", "end"]
+    t: Seconds
+    workloads: list[WorkloadState] = Field(default_factory=list)
+
+    @field_validator("workloads")
+    @classmethod
+    def _one_per_workload_in_order(cls, values: list[WorkloadState]) -> list[WorkloadState]:
+        keys = [(w.kind, w.name) for w in values]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a workload is listed twice")
+        return sorted(values, key=lambda w: (w.kind, w.name))
+
+
 class Invocation(_Record):
     kind: Literal["invocation"] = "invocation"
     n: Annotated[int, Field(ge=0)]
@@ -312,6 +345,7 @@ Record = (
     | Intervention
     | ForbiddenAttempt
     | ModelCall
+    | ServiceStates
 )
 
 RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Annotated[Record, Field(discriminator="kind")])
@@ -336,6 +370,7 @@ STREAM_OF_KIND: dict[str, str] = {
     "intervention": "agent",
     "forbidden_attempt": "agent",
     "model_call": "metering",
+    "service_states": "state",
 }
 STREAMS: tuple[str, ...] = tuple(dict.fromkeys(STREAM_OF_KIND.values()))
 

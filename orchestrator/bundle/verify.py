@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from orchestrator.bundle.journal import PREV_KEY, STREAM_SUFFIX, genesis_hash, scan_stream
 from orchestrator.bundle.reader import Bundle, read_bundle
-from orchestrator.bundle.records import RECORD_ADAPTER, RuleFailed, RuleHealth
+from orchestrator.bundle.records import RECORD_ADAPTER, RuleFailed, RuleHealth, ServiceStates
 from orchestrator.bundle.seal import (
     CHAIN_HEADS_FILE,
     PUBLIC_KEY_FILE,
@@ -75,6 +75,7 @@ def verify_bundle(bundle: Path, *, public_key: Path | None = None) -> Verificati
     findings += signature_findings
     rule_findings, unhealthy = _check_rule_health(bundle)
     findings += rule_findings
+    findings += _check_service_states(bundle)
     unique = tuple(dict.fromkeys(findings))
     return Verification(
         bundle=bundle, findings=unique, records=records, signed=signed, unhealthy_rules=unhealthy
@@ -259,6 +260,35 @@ def _check_rule_health(bundle: Path) -> tuple[list[Finding], tuple[RuleHealth, .
                                      f"evaluations, the stream holds {failed[rule]}")
                 )  # fmt: skip
     return findings, tuple(summary for summary in health.values() if summary.failures)
+
+
+def _check_service_states(bundle: Path) -> list[Finding]:
+    """The state stream holds workload snapshots only: at most one of the run's start, then at most one of
+    its end, so the collateral check compares exactly what the runner saw."""
+    subject = f"data/state{STREAM_SUFFIX}"
+    path = bundle / subject
+    if not path.is_file():
+        return []
+    findings: list[Finding] = []
+    seen: list[str] = []
+    *complete, _tail = path.read_bytes().split(b"\n")
+    for number, line in enumerate(complete, start=1):
+        try:
+            body = json.loads(line)
+            body.pop(PREV_KEY, None)
+            record = RECORD_ADAPTER.validate_python(body)
+        except (ValueError, AttributeError) as exc:
+            findings.append(Finding(subject, f"line {number}: not a service-state record: {exc}"))
+            continue
+        if not isinstance(record, ServiceStates):
+            findings.append(Finding(subject, f"line {number}: a {record.kind} record in the state stream"))
+        elif record.moment in seen:
+            findings.append(Finding(subject, f"line {number}: a second {record.moment} snapshot"))
+        elif record.moment == "start" and "end" in seen:
+            findings.append(Finding(subject, f"line {number}: the start snapshot after the end one"))
+        else:
+            seen.append(record.moment)
+    return findings
 
 
 def _check_signature(bundle: Path, public_key: Path | None) -> tuple[list[Finding], bool]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from orchestrator.agents.options import OPTIONS_ENV, encode_options
 from orchestrator.bundle.journal import Journal
@@ -25,6 +25,7 @@ from orchestrator.run.faults import FaultDriver, LiveFault
 from orchestrator.run.invoking import AgentProcess, agent_environment
 from orchestrator.run.observing import Recorder, oracle_truth, write_json_atomically
 from orchestrator.run.plan import RunPlan
+from orchestrator.run.states import record_service_states
 from orchestrator.run.world import World
 from orchestrator.schedule import Activation
 
@@ -94,6 +95,7 @@ class Session:
     def run(self) -> str:
         """The boundary loop; returns why it ended (``completed`` or ``stopped``)."""
         due = sorted(self.plan.schedule.activations, key=lambda a: (a.at_s, a.index))
+        self._snapshot("start")
         for k in range(1, self.boundaries + 1):
             if self.stop.is_set():
                 return "stopped"
@@ -156,12 +158,20 @@ class Session:
         for fault in live:
             if fault.fault_id not in self.driver.live:
                 self.recorder.end_fault(fault.fault_id)
+        self._snapshot("end")
         self.recorder.commit_rule_health()
         now = self.world.now_s()
         self.journal.append(RunEnded(t=now, reason=reason))
         self.ended = True
         self.events.handle(Ended(t=now, reason=reason, unreverted=tuple(left)))
         return left
+
+    def _snapshot(self, moment: Literal["start", "end"]) -> None:
+        """The workloads as they stand, for the collateral check (docs/metrics.md, "Collateral")."""
+        record_service_states(
+            self.recorder.client, self.plan.namespace, moment=moment, t=self.world.now_s(),
+            record=self.journal.append, events=self.events,
+        )  # fmt: skip
 
     def _live(self) -> list[LiveFault]:
         return sorted(self.driver.live.values(), key=lambda f: f.fault_id)

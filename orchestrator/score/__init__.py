@@ -21,6 +21,14 @@ Attribution
   (``workload``, ``deployment`` or ``statefulset`` label) or its pod (``pod`` label, with a Deployment's
   ``-<hash>-<suffix>`` or a StatefulSet's ``-<ordinal>`` removed) belongs to service ``s`` when its name is
   ``s`` or ends in ``-s`` (Helm release prefixes). Names compare case-insensitively, trimmed.
+- An alert A firing at f's injection (started before it, ``ends_at`` null or later), in f's namespace and
+  naming a service of P_f, is attributable to f when an alert B attributable to f on its own starts while A
+  still fires and is either of A's rule with other labels (a new matching series) or of A's ``signal`` with
+  a higher ``severity`` (info < warning < critical) naming a P_f service A names (a rise in severity). A
+  counts for f only in reports made at or after the earliest such B's start (its evidence time): in Corr's
+  edges, MTTD and Risk's scope.
+- Ambiguity share: attributable alert ids attributable to more than one fault over those attributable to at
+  least one; null without any.
 
 Correlation and matching
 - An incident "as last reported" is its latest report by time (journal order breaks ties). Alert ids in a
@@ -65,6 +73,15 @@ Degradation
 - Samples at the same instant are reduced to the last one recorded. The level is
   ``100 * D_agent / D_no_action``; it is null without a baseline or when D_no_action is 0. A baseline with a
   different app or seed is refused (``ConfigError``).
+
+Collateral and resolved
+- Collateral compares the first ``service_states`` start snapshot with the last end snapshot; without both
+  it is unknown (null), never empty. A workload outside every scored fault's P_f (by the workload-name rule
+  of attribution) differs in ``exists``, ``images``, ``config`` (hash) or ``replicas``; the difference is the
+  agent's when any intervention record (any result, any time) targets the workload's service, and it is
+  charged to the incidents those interventions reference.
+- Resolved r_f = b_f * c_f * (no collateral difference charged to f's matched incident); null when b_f = c_f
+  = 1 and collateral is unknown, and then the count and share are null too.
 
 Score, medians, cost, outcomes
 - With no scored fault, Corr, Loc, Rep and the score are 0. d = 1 when any ``forbidden_attempt`` exists.

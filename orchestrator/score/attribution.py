@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
@@ -14,6 +15,9 @@ SERVICE_LABELS = ("service", "service_name")
 WORKLOAD_LABELS = ("workload", "deployment", "statefulset")
 POD_LABEL = "pod"
 NAMESPACE_LABEL = "namespace"
+SEVERITY_LABEL = "severity"
+SIGNAL_LABEL = "signal"
+SEVERITY_RANKS = {"info": 0, "warning": 1, "critical": 2}
 # A Deployment's pod is <name>-<pod-template-hash>-<suffix>; a StatefulSet's is <name>-<ordinal>.
 _DEPLOYMENT_POD = re.compile(r"^(?P<workload>.+)-[a-z0-9]{6,10}-[a-z0-9]{5}$")
 _STATEFUL_POD = re.compile(r"^(?P<workload>.+)-\d+$")
@@ -111,7 +115,8 @@ def latest_reports(reports: Iterable[IncidentReport]) -> dict[str, IncidentRepor
     return latest
 
 
-def _workload_matches(workload: str, scope: frozenset[str]) -> bool:
+def workload_matches(workload: str, scope: frozenset[str]) -> bool:
+    """Whether a workload (normalised name) runs one of the services of ``scope``."""
     # Helm-installed apps prefix workloads with the release name (``<release>-<service>``).
     return workload in scope or any(workload.endswith(f"-{service}") for service in scope)
 
@@ -123,7 +128,7 @@ def names_service_in(labels: Mapping[str, str], scope: frozenset[str]) -> bool:
             return normalise_name(labels[key]) in scope
     for key in WORKLOAD_LABELS:
         if labels.get(key):
-            return _workload_matches(normalise_name(labels[key]), scope)
+            return workload_matches(normalise_name(labels[key]), scope)
     pod = normalise_name(labels.get(POD_LABEL, ""))
     if not pod:
         return False
@@ -132,7 +137,12 @@ def names_service_in(labels: Mapping[str, str], scope: frozenset[str]) -> bool:
         match = pattern.match(pod)
         if match:
             candidates.append(match.group("workload"))
-    return any(_workload_matches(candidate, scope) for candidate in candidates)
+    return any(workload_matches(candidate, scope) for candidate in candidates)
+
+
+def services_named(labels: Mapping[str, str], scope: frozenset[str]) -> frozenset[str]:
+    """The services of ``scope`` an alert names (no side effects)."""
+    return frozenset(service for service in scope if names_service_in(labels, frozenset({service})))
 
 
 def is_attributable(alert: AlertRecord, fault: Fault) -> bool:
@@ -140,19 +150,100 @@ def is_attributable(alert: AlertRecord, fault: Fault) -> bool:
     service."""
     if not fault.inject_s <= alert.starts_at <= fault.window_end_s:
         return False
+    return in_namespace_and_scope(alert, fault)
+
+
+def in_namespace_and_scope(alert: AlertRecord, fault: Fault) -> bool:
+    """Conditions 2 and 3 of attribution: the fault's namespace, a service of its scope."""
     if alert.labels.get(NAMESPACE_LABEL) != fault.namespace:
         return False
     return names_service_in(alert.labels, fault.scope)
 
 
-def attribute(alerts: Mapping[str, AlertRecord], faults: Iterable[Fault]) -> dict[str, frozenset[str]]:
-    """Alert id -> ids of the faults it is attributable to; alerts attributable to none are left out."""
+def firing_at_injection(alert: AlertRecord, fault: Fault) -> bool:
+    """Whether the alert started before ``fault``'s injection and had not resolved by then."""
+    return alert.starts_at < fault.inject_s and (alert.ends_at is None or alert.ends_at > fault.inject_s)
+
+
+def severity_rank(alert: AlertRecord) -> int | None:
+    """The rank of the alert's ``severity`` label (info < warning < critical), None for any other value."""
+    return SEVERITY_RANKS.get(normalise_name(alert.labels.get(SEVERITY_LABEL, "")))
+
+
+def raises(firing: AlertRecord, later: AlertRecord, scope: frozenset[str]) -> bool:
+    """Whether ``later`` is a new series of ``firing``'s rule, or the same signal at a higher severity for a
+    service of ``scope`` that ``firing`` names too (no side effects; docs/metrics.md, "Attribution")."""
+    if later.alert_id == firing.alert_id:
+        return False
+    if later.rule == firing.rule:
+        return later.labels != firing.labels
+    signal = firing.labels.get(SIGNAL_LABEL)
+    if not signal or later.labels.get(SIGNAL_LABEL) != signal:
+        return False
+    low, high = severity_rank(firing), severity_rank(later)
+    if low is None or high is None or high <= low:
+        return False
+    return bool(services_named(firing.labels, scope) & services_named(later.labels, scope))
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Which faults each alert is attributable to, and since when an already-firing alert is evidence.
+
+    ``faults_of`` maps an alert id to the ids of the faults it is attributable to (alerts attributable to
+    none are left out). ``since`` holds, for each (alert id, fault id) attributed through the rule for
+    already-firing alerts, the start of the first alert that raised it: a report made before that time
+    does not count it for that fault."""
+
+    faults_of: Mapping[str, frozenset[str]]
+    since: Mapping[tuple[str, str], float]
+
+    def of(self, alert_id: str) -> frozenset[str]:
+        return self.faults_of.get(alert_id, frozenset())
+
+    def counted_in(self, report: IncidentReport) -> frozenset[str]:
+        """The faults ``report`` lists evidence of, at the time it was made (no side effects)."""
+        found: set[str] = set()
+        for alert_id in report.alert_ids:
+            for fault_id in self.of(alert_id):
+                if report.t >= self.since.get((alert_id, fault_id), -math.inf):
+                    found.add(fault_id)
+        return frozenset(found)
+
+    def alerts_of(self, fault_id: str) -> tuple[str, ...]:
+        return tuple(sorted(alert_id for alert_id, ids in self.faults_of.items() if fault_id in ids))
+
+    def ambiguity_share(self) -> float | None:
+        """Of the attributable alerts, the fraction attributable to more than one fault; None without any."""
+        if not self.faults_of:
+            return None
+        return sum(len(ids) > 1 for ids in self.faults_of.values()) / len(self.faults_of)
+
+
+def attribute(alerts: Mapping[str, AlertRecord], faults: Iterable[Fault]) -> Attribution:
+    """Every alert's attribution to ``faults`` (no side effects; docs/metrics.md, "Attribution")."""
     found: dict[str, set[str]] = {}
+    since: dict[tuple[str, str], float] = {}
     by_start = sorted(alerts.values(), key=lambda alert: (alert.starts_at, alert.alert_id))
     starts = [alert.starts_at for alert in by_start]
     for fault in faults:
         low, high = bisect_left(starts, fault.inject_s), bisect_right(starts, fault.window_end_s)
-        for alert in by_start[low:high]:
-            if is_attributable(alert, fault):
-                found.setdefault(alert.alert_id, set()).add(fault.fault_id)
-    return {alert_id: frozenset(ids) for alert_id, ids in found.items()}
+        started = [alert for alert in by_start[low:high] if is_attributable(alert, fault)]
+        for alert in started:
+            found.setdefault(alert.alert_id, set()).add(fault.fault_id)
+        for firing in by_start[:low]:
+            if not (firing_at_injection(firing, fault) and in_namespace_and_scope(firing, fault)):
+                continue
+            raised = [
+                later.starts_at
+                for later in started
+                if (firing.ends_at is None or later.starts_at < firing.ends_at)
+                and raises(firing, later, fault.scope)
+            ]
+            if raised:
+                found.setdefault(firing.alert_id, set()).add(fault.fault_id)
+                since[firing.alert_id, fault.fault_id] = min(raised)
+    return Attribution(
+        faults_of={alert_id: frozenset(ids) for alert_id, ids in found.items()},
+        since=since,
+    )

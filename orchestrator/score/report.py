@@ -27,7 +27,7 @@ from orchestrator.score.charts import (
 )
 from orchestrator.score.provenance import Provenance, gather_provenance
 from orchestrator.score.scorecard import FaultOutcome, Scorecard
-from orchestrator.score.table import DASH, fmt, summary_rows
+from orchestrator.score.table import DASH, UNKNOWN, fmt, fmt_flag, summary_rows
 
 STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; }
@@ -74,7 +74,8 @@ def _seconds(value: float | None) -> str:
 def _fault_rows(outcomes: Sequence[FaultOutcome]) -> str:
     head = (
         "<tr><th>fault</th><th>catalog id</th><th>category</th><th>mechanism</th><th>inject s</th>"
-        "<th>revert s</th><th>incident</th><th>a</th><th>b</th><th>b strict</th><th>c</th><th>outcome</th>"
+        "<th>revert s</th><th>incident</th><th>a</th><th>b</th><th>b strict</th><th>c</th><th>resolved</th>"
+        "<th>outcome</th>"
         "<th>TTD s</th><th>TTL s</th><th>TTR s</th></tr>"
     )
     rows = [head]
@@ -91,6 +92,7 @@ def _fault_rows(outcomes: Sequence[FaultOutcome]) -> str:
             str(o.b),
             str(o.b_strict),
             str(o.c),
+            fmt_flag(o.resolved),
             o.outcome,
             _seconds(o.detected_s),
             _seconds(o.located_s),
@@ -103,6 +105,23 @@ def _fault_rows(outcomes: Sequence[FaultOutcome]) -> str:
             + "</tr>"
         )
     return '<table class="faults">' + "".join(rows) + "</table>"
+
+
+def collateral_html(card: Scorecard) -> str:
+    """The "Collateral" section's body: each difference the agent left outside every fault's scope, with
+    the incidents its interventions referenced (no side effects)."""
+    if card.collateral is None:
+        return f'<p class="collateral">Collateral {escape(UNKNOWN)}: the bundle predates them.</p>'
+    if not card.collateral:
+        return (
+            '<p class="collateral">No workload outside every fault\'s scope that the agent touched differs '
+            "between the run's start and its end.</p>"
+        )
+    rows = ["<tr><th>workload</th><th>field</th><th>at start</th><th>at end</th><th>incidents</th></tr>"]
+    for d in card.collateral:
+        cells = [d.workload, d.field, d.start, d.end, ", ".join(d.incidents) or DASH]
+        rows.append('<tr class="difference">' + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    return f'<table class="collateral">{"".join(rows)}</table>'
 
 
 def rule_health_html(bundle: Bundle) -> str:
@@ -266,6 +285,8 @@ def render_report(
             _breakdown_html("mechanism", by_mechanism(card.outcomes)),
             "<h2>Faults</h2>",
             _fault_rows(card.outcomes),
+            "<h2>Collateral</h2>",
+            collateral_html(card),
             "<h2>Rule health</h2>",
             rule_health_html(bundle),
             "</body></html>\n",

@@ -15,6 +15,7 @@ from orchestrator.bundle.reader import Bundle
 from orchestrator.bundle.records import IncidentReport, Intervention, ModelCall, Price, ServiceSample
 from orchestrator.errors import BundleError, ConfigError
 from orchestrator.score.attribution import (
+    Attribution,
     Fault,
     attribute,
     latest_alerts,
@@ -22,6 +23,7 @@ from orchestrator.score.attribution import (
     normalise_name,
     scored_faults,
 )
+from orchestrator.score.collateral import Difference, collateral, is_resolved
 from orchestrator.score.matching import match_faults
 from orchestrator.score.stages import (
     acted_on,
@@ -50,6 +52,7 @@ class FaultOutcome:
     located_s: float | None
     repaired_s: float | None
     alert_ids: tuple[str, ...]  # the alerts attributable to this fault
+    resolved: int | None = 0  # located, repaired, no collateral charged to its incident; None: unknown
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,10 @@ class Scorecard:
     tokens_out: int
     cost_usd: float
     outcomes: tuple[FaultOutcome, ...]
+    ambiguity_share: float | None = None  # of the attributable alerts, those attributable to several faults
+    resolved: int | None = 0  # faults resolved; None when some fault's depends on an unknown collateral
+    resolved_share: float | None = 0.0
+    collateral: tuple[Difference, ...] | None = None  # None: the bundle has no snapshots to compare
     sandboxed: bool = True  # False: the agent ran without its sandbox, and could have read the answers
 
 
@@ -122,7 +129,7 @@ def cost_usd(calls: Iterable[ModelCall], prices: dict[str, Price]) -> float:
 def out_of_scope(
     intervention: Intervention,
     reports: dict[str, IncidentReport],
-    attribution: dict[str, frozenset[str]],
+    attribution: Attribution,
     scopes: dict[str, frozenset[str]],
 ) -> bool:
     """Whether an intervention's targets fall outside the scope of the incident it references."""
@@ -130,9 +137,8 @@ def out_of_scope(
     if report is None or not intervention.targets:
         return True
     scope: set[str] = set()
-    for alert_id in report.alert_ids:
-        for fault_id in attribution.get(alert_id, ()):
-            scope |= scopes[fault_id]
+    for fault_id in attribution.counted_in(report):
+        scope |= scopes[fault_id]
     return any(normalise_name(target) not in scope for target in intervention.targets)
 
 
@@ -163,17 +169,24 @@ def score_bundle(bundle: Bundle, baseline: Bundle | None = None) -> Scorecard:
     edges: dict[tuple[str, str], int] = {}
     by_id = {fault.fault_id: fault for fault in faults}
     for incident_id, report in final.items():
-        for fault_id in sorted({f for alert_id in report.alert_ids for f in attribution.get(alert_id, ())}):
+        for fault_id in sorted(attribution.counted_in(report)):
             b = int(first_diagnosis(history[incident_id], by_id[fault_id], strict=False) is not None)
             edges[fault_id, incident_id] = 1 + b + b * int(repaired[fault_id] is not None)
     matching = match_faults([fault.fault_id for fault in faults], edges)
+    differences = collateral(bundle, faults)
     outcomes = tuple(
         _fault_outcome(
-            fault, matching.get(fault.fault_id), bundle, history, attribution, repaired[fault.fault_id]
+            fault,
+            matching.get(fault.fault_id),
+            bundle,
+            history,
+            attribution,
+            repaired[fault.fault_id],
+            differences,
         )
         for fault in faults
     )
-    return _assemble(bundle, baseline, faults, outcomes, final, attribution)
+    return _assemble(bundle, baseline, faults, outcomes, final, attribution, differences)
 
 
 def _fault_outcome(
@@ -181,8 +194,9 @@ def _fault_outcome(
     incident_id: str | None,
     bundle: Bundle,
     history: dict[str, list[IncidentReport]],
-    attribution: dict[str, frozenset[str]],
+    attribution: Attribution,
     repaired_at: float | None,
+    differences: Sequence[Difference] | None,
 ) -> FaultOutcome:
     reports = history.get(incident_id, []) if incident_id is not None else []
     detected = first_detection(reports, fault, attribution)
@@ -205,7 +219,8 @@ def _fault_outcome(
         detected_s=None if detected is None else detected - fault.inject_s,
         located_s=None if located is None else located - fault.inject_s,
         repaired_s=None if repaired_at is None else repaired_at - fault.inject_s,
-        alert_ids=tuple(sorted(alert_id for alert_id, ids in attribution.items() if fault.fault_id in ids)),
+        alert_ids=attribution.alerts_of(fault.fault_id),
+        resolved=is_resolved(b=b, c=c, incident_id=incident_id, differences=differences),
     )
 
 
@@ -215,7 +230,8 @@ def _assemble(
     faults: Sequence[Fault],
     outcomes: Sequence[FaultOutcome],
     final: dict[str, IncidentReport],
-    attribution: dict[str, frozenset[str]],
+    attribution: Attribution,
+    differences: tuple[Difference, ...] | None,
 ) -> Scorecard:
     count = len(faults)
     scopes = {fault.fault_id: fault.scope for fault in faults}
@@ -233,6 +249,10 @@ def _assemble(
 
     def share(values: Iterable[int]) -> float:
         return sum(values) / count if count else 0.0
+
+    resolved = [o.resolved for o in outcomes]
+    known = [r for r in resolved if r is not None]
+    resolved_n = sum(known) if len(known) == len(resolved) else None
 
     return Scorecard(
         marathon_score=100.0 * penalty * units / (3 * count) if count else 0.0,
@@ -255,6 +275,10 @@ def _assemble(
         tokens_out=sum(call.tokens_out for call in bundle.model_calls),
         cost_usd=cost_usd(bundle.model_calls, bundle.manifest.price_table),
         outcomes=tuple(outcomes),
+        ambiguity_share=attribution.ambiguity_share(),
+        resolved=resolved_n,
+        resolved_share=None if resolved_n is None else share(known),
+        collateral=differences,
         sandboxed=bundle.manifest.sandboxed,
     )
 
@@ -277,7 +301,25 @@ def scorecard_json(card: Scorecard) -> str:
     for key in ("mttd_s", "mttl_s", "mttr_s"):
         value: Median = getattr(card, key)
         document[key] = {"median": _r3(value.median), "n": value.n}
-    for key in ("faults", "forbidden_attempts", "interventions", "model_calls", "tokens_in", "tokens_out"):
+    for key in ("faults", "forbidden_attempts", "interventions"):
+        document[key] = getattr(card, key)
+    document["ambiguity_share"] = _r3(card.ambiguity_share)
+    document["resolved"] = {"n": card.resolved, "share": _r3(card.resolved_share)}
+    document["collateral"] = (
+        None
+        if card.collateral is None
+        else [
+            {
+                "workload": d.workload,
+                "field": d.field,
+                "start": d.start,
+                "end": d.end,
+                "incidents": list(d.incidents),
+            }
+            for d in card.collateral
+        ]
+    )
+    for key in ("model_calls", "tokens_in", "tokens_out"):
         document[key] = getattr(card, key)
     document["cost_usd"] = _r3(card.cost_usd)
     if not card.sandboxed:
@@ -291,6 +333,7 @@ def scorecard_json(card: Scorecard) -> str:
             "a": o.a,
             "b": o.b,
             "c": o.c,
+            "resolved": o.resolved,
             "outcome": o.outcome,
         }
         for o in card.outcomes

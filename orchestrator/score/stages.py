@@ -6,11 +6,11 @@ All functions here are pure: they take records and faults and return times or fl
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.bundle.records import ArtifactSample, IncidentReport, Intervention, ProbeSample
-from orchestrator.score.attribution import Fault, normalise_name
+from orchestrator.score.attribution import Attribution, Fault, normalise_name
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -46,11 +46,12 @@ def first_diagnosis(reports: Sequence[IncidentReport], fault: Fault, *, strict: 
 
 
 def first_detection(
-    reports: Sequence[IncidentReport], fault: Fault, attribution: Mapping[str, frozenset[str]]
+    reports: Sequence[IncidentReport], fault: Fault, attribution: Attribution
 ) -> float | None:
-    """Time of the first report of an incident that contains an alert attributable to ``fault``."""
+    """Time of the first report of an incident that contains an alert attributable to ``fault`` (and, for an
+    alert that was already firing, made once it became evidence)."""
     for report in reports:
-        if any(fault.fault_id in attribution.get(alert_id, ()) for alert_id in report.alert_ids):
+        if fault.fault_id in attribution.counted_in(report):
             return report.t
     return None
 

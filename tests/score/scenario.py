@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -19,6 +20,8 @@ from orchestrator.bundle.records import (
     ProbeSample,
     Record,
     RunEnded,
+    ServiceStates,
+    WorkloadState,
 )
 from orchestrator.score.scorecard import Scorecard, score_bundle
 
@@ -58,13 +61,35 @@ def fault(
     return records
 
 
-def alert(alert_id: str, *, start: float, service: str = "frontend", namespace: str = NS) -> AlertRecord:
-    return AlertRecord(
-        alert_id=alert_id,
-        rule="HighErrorRate",
-        labels={"namespace": namespace, "service": service},
-        starts_at=start,
+def alert(
+    alert_id: str,
+    *,
+    start: float,
+    service: str = "frontend",
+    namespace: str = NS,
+    rule: str = "HighErrorRate",
+    end: float | None = None,
+    severity: str | None = None,
+    signal: str | None = None,
+) -> AlertRecord:
+    labels = {"namespace": namespace, "service": service}
+    labels.update({key: value for key, value in (("severity", severity), ("signal", signal)) if value})
+    return AlertRecord(alert_id=alert_id, rule=rule, labels=labels, starts_at=start, ends_at=end)
+
+
+def workload(name: str, *, image: str = "v1", config: str = "a", replicas: int = 1) -> WorkloadState:
+    """A Deployment's state; ``config`` stands for its settings (hashed as the runner hashes them)."""
+    return WorkloadState(
+        kind="Deployment",
+        name=name,
+        images={"server": f"{name}:{image}"},
+        config_sha256=hashlib.sha256(config.encode()).hexdigest(),
+        replicas=replicas,
     )
+
+
+def states(moment: Literal["start", "end"], t: float, *workloads: WorkloadState) -> ServiceStates:
+    return ServiceStates(moment=moment, t=t, workloads=list(workloads))
 
 
 def report(
@@ -76,9 +101,13 @@ def report(
 
 
 def act(
-    t: float, *targets: str, incident: str | None = "INC-1", result: Literal["ok", "error"] = "ok"
+    t: float,
+    *targets: str,
+    incident: str | None = "INC-1",
+    result: Literal["ok", "error"] = "ok",
+    tool: str = "rollback",
 ) -> Intervention:
-    return Intervention(t=t, tool="rollback", targets=list(targets), incident_id=incident, result=result)
+    return Intervention(t=t, tool=tool, targets=list(targets), incident_id=incident, result=result)
 
 
 def probes(fault_id: str, states: Iterable[tuple[float, bool]]) -> list[Record]:

@@ -15,7 +15,19 @@ import pytest
 from orchestrator.bundle.records import FaultFailed, FaultReverted, ModelCall, Record, ServiceSample
 from orchestrator.score.scorecard import score_bundle, scorecard_json
 from orchestrator.score.table import render_text
-from tests.score.scenario import act, alert, build, fault, forbidden, probes, report, restored, score
+from tests.score.scenario import (
+    act,
+    alert,
+    build,
+    fault,
+    forbidden,
+    probes,
+    report,
+    restored,
+    score,
+    states,
+    workload,
+)
 
 RIGHT = {"culprits": ["cartservice"], "artifact": "config:cartservice/env/REDIS_ADDR"}
 
@@ -295,6 +307,8 @@ def test_the_json_has_exactly_the_metrics_keys_and_is_byte_identical_twice(tmp_p
             report(120, "INC-1", ["a1"], **RIGHT),
             act(130, "cartservice"),
             *probes("f1", [(120, False), (240, True)]),
+            states("start", 0, workload("emailservice")),
+            states("end", 1800, workload("emailservice")),
         ],
     )
     first, second = scorecard_json(score_bundle(bundle)), scorecard_json(score_bundle(bundle))
@@ -314,6 +328,9 @@ def test_the_json_has_exactly_the_metrics_keys_and_is_byte_identical_twice(tmp_p
         "faults",
         "forbidden_attempts",
         "interventions",
+        "ambiguity_share",
+        "resolved",
+        "collateral",
         "model_calls",
         "tokens_in",
         "tokens_out",
@@ -329,10 +346,13 @@ def test_the_json_has_exactly_the_metrics_keys_and_is_byte_identical_twice(tmp_p
             "a": 1,
             "b": 1,
             "c": 1,
+            "resolved": 1,
             "outcome": "handled_end_to_end",
         }
     ]
     assert document["loc_strict"] == 1.0
+    assert document["ambiguity_share"] == 0.0
+    assert (document["resolved"], document["collateral"]) == ({"n": 1, "share": 1.0}, [])
 
 
 def test_a_failed_injection_is_not_scored_and_a_failed_revert_stays_live_to_the_run_end(

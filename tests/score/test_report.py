@@ -103,7 +103,7 @@ def test_the_rule_health_section_names_each_rule_that_failed_and_the_scores_stay
     error = "Prometheus rejected the query: parse error <unclosed>"
     rules: list[Record] = [
         RuleFailed(rule="CartBroken", group="online-boutique", t=120.0, error=error),
-        RuleFailed(rule="CartBroken", group="online-boutique", t=240.0, error="later"),
+        RuleFailed(rule="CartBroken", group="online-boutique", t=240.0, error="the second failure"),
         RuleHealth(rule="CartBroken", group="online-boutique", evaluations=30, failures=2),
         RuleHealth(rule="CartErrors", group="online-boutique", evaluations=30, failures=0),
     ]
@@ -114,7 +114,7 @@ def test_the_rule_health_section_names_each_rule_that_failed_and_the_scores_stay
     assert html.count('<tr class="rule-failed">') == 1
     assert "<td>CartBroken</td><td>online-boutique</td><td>2 of 30</td>" in html
     assert "t=120 s: Prometheus rejected the query: parse error &lt;unclosed&gt;" in html
-    assert "later" not in html  # the first failure of each rule is shown
+    assert "the second failure" not in html  # the first failure of each rule is shown
     assert scorecard_json(score_bundle(failing, noop)) == scorecard_json(score_bundle(agent, noop))
 
     healthy = build(tmp_path, [*_records(), rules[-1]], name="healthy")

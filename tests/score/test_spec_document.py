@@ -16,7 +16,7 @@ from orchestrator.score.scorecard import score_bundle, scorecard_json
 from orchestrator.score.stages import OUTCOMES
 from orchestrator.score.table import summary_rows
 from orchestrator.vocabulary.artifacts import ARTIFACT_KINDS
-from tests.score.scenario import act, alert, fault, probes, report
+from tests.score.scenario import act, alert, fault, probes, report, states, workload
 
 ROOT = Path(__file__).parents[2]
 DOCUMENT = ROOT / "docs" / "metrics.md"
@@ -87,6 +87,8 @@ def _worked_example() -> list[Record]:
         report(120, "INC-1", ["a1"], culprits=["cartservice"], artifact="config:cartservice/env/REDIS_ADDR"),
         act(130, "cartservice"),
         *probes("f1", [(120, False), (240, True)]),
+        states("start", 0, workload("emailservice")),
+        states("end", 1800, workload("emailservice")),
     ]
 
 
