@@ -20,7 +20,7 @@ class Group:
     faults: int
     correlated: int
     located: int
-    resolved: int  # c = 1: repaired, confirmed by probes or artifacts
+    repaired: int  # c = 1: repaired, confirmed by probes or artifacts
     mean_ttd_s: float | None
     mean_ttl_s: float | None
     mean_ttr_s: float | None
@@ -41,7 +41,7 @@ def group_outcomes(outcomes: Sequence[FaultOutcome], key: Callable[[FaultOutcome
             faults=len(group),
             correlated=sum(o.a for o in group),
             located=sum(o.b for o in group),
-            resolved=sum(o.c for o in group),
+            repaired=sum(o.c for o in group),
             mean_ttd_s=_mean([o.detected_s for o in group if o.detected_s is not None]),
             mean_ttl_s=_mean([o.located_s for o in group if o.located_s is not None]),
             mean_ttr_s=_mean([o.repaired_s for o in group if o.repaired_s is not None]),
@@ -117,9 +117,9 @@ def faults_csv(outcomes: Sequence[FaultOutcome]) -> str:
 
 
 def groups_csv(kind: str, groups: Sequence[Group]) -> str:
-    header = (kind, "faults", "correlated", "located", "resolved", "mean_ttd_s", "mean_ttl_s", "mean_ttr_s")
+    header = (kind, "faults", "correlated", "located", "repaired", "mean_ttd_s", "mean_ttl_s", "mean_ttr_s")
     rows = [
-        [g.name, g.faults, g.correlated, g.located, g.resolved]
+        [g.name, g.faults, g.correlated, g.located, g.repaired]
         + [_cell(g.mean_ttd_s), _cell(g.mean_ttl_s), _cell(g.mean_ttr_s)]
         for g in groups
     ]

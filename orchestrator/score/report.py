@@ -155,12 +155,12 @@ def rule_health_html(bundle: Bundle) -> str:
 
 def _breakdown_html(kind: str, groups: Sequence[Group]) -> str:
     head = (
-        f"<tr><th>{escape(kind)}</th><th>faults</th><th>correlated</th><th>located</th><th>resolved</th>"
+        f"<tr><th>{escape(kind)}</th><th>faults</th><th>correlated</th><th>located</th><th>repaired</th>"
         "<th>mean TTD s</th><th>mean TTL s</th><th>mean TTR s</th></tr>"
     )
     rows = [head]
     for g in groups:
-        cells = [g.name, str(g.faults), str(g.correlated), str(g.located), str(g.resolved)]
+        cells = [g.name, str(g.faults), str(g.correlated), str(g.located), str(g.repaired)]
         cells += [_seconds(g.mean_ttd_s), _seconds(g.mean_ttl_s), _seconds(g.mean_ttr_s)]
         rows.append('<tr class="group-row">' + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
     return f'<table class="breakdown {escape(kind)}">' + "".join(rows) + "</table>"

@@ -106,14 +106,14 @@ def test_a_run_that_did_not_complete_is_marked_as_such_in_the_report_and_the_sco
 def test_faults_are_broken_down_by_category_and_mechanism(tmp_path: Path) -> None:
     card = score_bundle(_two_categories(tmp_path))
     configuration, dependency = by_category(card.outcomes)
-    assert (configuration.name, configuration.faults, configuration.resolved) == ("configuration", 2, 2)
+    assert (configuration.name, configuration.faults, configuration.repaired) == ("configuration", 2, 2)
     assert (configuration.mean_ttd_s, configuration.mean_ttl_s, configuration.mean_ttr_s) == (60, 120, 240)
-    assert (dependency.name, dependency.faults, dependency.correlated, dependency.resolved) == (
+    assert (dependency.name, dependency.faults, dependency.correlated, dependency.repaired) == (
         "dependency", 1, 0, 0,
     )  # fmt: skip
     assert dependency.mean_ttd_s is None
     [config] = by_mechanism(card.outcomes)
-    assert (config.name, config.faults, config.resolved) == ("config", 3, 2)
+    assert (config.name, config.faults, config.repaired) == ("config", 3, 2)
     html = render_report(_two_categories(tmp_path / "again"), None, card)
     assert '<tr class="group-row"><td>configuration</td><td>2</td><td>2</td><td>2</td><td>2</td>' in html
 
@@ -168,7 +168,7 @@ def test_report_writes_a_directory_of_html_csv_and_svg_and_a_csv_file(tmp_path: 
     ]  # fmt: skip
     assert table.read_text() == (out / "faults.csv").read_text()
     categories = list(csv.DictReader(io.StringIO((out / "categories.csv").read_text())))
-    assert [(r["category"], r["faults"], r["resolved"]) for r in categories] == [
+    assert [(r["category"], r["faults"], r["repaired"]) for r in categories] == [
         ("configuration", "2", "2"), ("dependency", "1", "0"),
     ]  # fmt: skip
 
