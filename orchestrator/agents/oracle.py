@@ -10,8 +10,10 @@ sight, before it recovers by itself.
 
 The truth file (``MARATHON_ORACLE_TRUTH``, rewritten by the runner at each boundary) is a JSON object:
 ``{"now_s"?, "grace_s"?, "namespace"?, "faults": [{"fault_id", "catalog_id", "namespace"?, "target",
-"culprits", "artifact", "scope", "inject_s", "revert_s"?, "remedy": {"action", "service", "field",
-"value"}, "one_shot"?}]}``. A fault that leaves the file was reverted after the last boundary that listed it.
+"culprits", "artifact", "scope", "inject_s", "revert_s"?, "planned_revert_s"?, "remedy": {"action",
+"service", "field", "value"}, "one_shot"?}]}``. A fault that leaves the file was reverted after the last
+boundary that listed it; its window closes at its planned revert plus grace when that falls since then, as
+the scorer's does.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class TruthFault(BaseModel):
     scope: list[str]
     inject_s: float
     revert_s: float | None = None
+    planned_revert_s: float | None = None
     remedy: Remedy
     one_shot: bool = False
 
@@ -127,6 +130,15 @@ def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         return ("restart_service", base)
     if action == "scale" or field == "replicas":
         return ("scale_service", {**base, "replicas": int(value) if value is not None else 1})
+    if action == "update_service" or (action == "update_config" and field in ("targetPort", "port")):
+        key = "port" if field == "port" else "target_port"
+        return ("update_service", {**base, key: value})
+    if action == "uncordon_node":
+        # The displaced workload is the fault's target: the uncordon gives its pods their node back.
+        return (
+            "uncordon_node",
+            {"incident_id": base["incident_id"], "node": str(value), "services": [fault["target"]]},
+        )
     if action == "set_feature_flag":
         flag = field.removeprefix("flags/")
         return ("set_feature_flag", {"incident_id": base["incident_id"], "flag": flag, "variant": str(value)})
@@ -149,7 +161,7 @@ def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     if parts[0] in ("resources", "probe", "image"):
         # A cleared limit or a probe has no update_config form; the change made a new revision to undo.
         return rollback
-    return None  # e.g. a Service's targetPort: no tool edits a Service
+    return None
 
 
 def revision_before(history: dict[str, Any], *, inject_s: float, now_s: float) -> int | None:
@@ -169,6 +181,21 @@ def revision_before(history: dict[str, Any], *, inject_s: float, now_s: float) -
     if best is None or (current is not None and str(best) == str(current)):
         return None
     return best
+
+
+def _revert_bound(known: dict[str, Any], now_s: float | None) -> float:
+    """When a fault that left the truth file was reverted, as the scorer will see it (no side effects).
+
+    It was reverted after the last boundary that listed it and at the latest now. The planned revert is that
+    instant when it falls there (the scorer's window is revert + grace); otherwise the last boundary that
+    listed it bounds the window safely.
+    """
+    last = known.get("listed_s", known.get("last_seen_s"))
+    last = float(last if last is not None else known["inject_s"])
+    planned = known.get("planned_revert_s")
+    if planned is not None and float(planned) > last and (now_s is None or float(planned) <= now_s):
+        return float(planned)
+    return last
 
 
 def _attributable(alert: AlertView, fault: dict[str, Any]) -> bool:
@@ -192,15 +219,15 @@ def plan_oracle(
     listed = {fault.fault_id for fault in truth.faults}
     for fault_id, known in faults.items():
         if fault_id not in listed and known.get("window_end_s") is None:
-            # Reverted after the last boundary that listed it, which bounds the window safely.
-            last = known.get("last_seen_s")
-            known["window_end_s"] = (last if last is not None else known["inject_s"]) + known["grace_s"]
+            known["window_end_s"] = _revert_bound(known, now_s) + known["grace_s"]
             known["active"] = False
     for listed_fault in truth.faults:
         known = faults.setdefault(
             listed_fault.fault_id, {"alert_ids": [], "attempts": 0, "remedied": False, "reported": None}
         )
         known.update(listed_fault.model_dump(mode="json", exclude={"namespace", "revert_s"}))
+        if now_s is not None:
+            known["listed_s"] = now_s
         known["namespace"] = listed_fault.namespace or truth.namespace or namespace
         known["grace_s"] = truth.grace_s
         if now_s is not None:
@@ -218,7 +245,8 @@ def plan_oracle(
                 fault["alert_ids"].append(alert.alert_id)
         # A one-shot fault (a killed pod) did its damage at injection and its alerts follow whatever the
         # agent does, so it is answered at first sight; recovery would otherwise come before any remedy.
-        one_shot = bool(fault.get("one_shot"))
+        # So is a drained node: its pods were evicted at injection and start elsewhere by themselves.
+        one_shot = bool(fault.get("one_shot")) or fault["remedy"]["action"] == "uncordon_node"
         if not fault["alert_ids"] and not one_shot:
             continue  # nothing to correlate yet: reporting or repairing now would earn nothing
         status = "mitigated" if fault["remedied"] else "open"

@@ -150,6 +150,21 @@ class FaultFailed(_Record):
     error: str
 
 
+class StateDrift(_Record):
+    """A reverted fault's field found changed by someone else (see ``orchestrator/mechanisms/applying.py``):
+    holding the fault's value again (an untracked fault, ``restored`` to the pre-fault value by the runner) or
+    a third value (an agent's deliberate change, ``left`` as it is and reported)."""
+
+    kind: Literal["state_drift"] = "state_drift"
+    fault_id: str
+    t: Seconds
+    object: str
+    field: str
+    expected: str
+    found: str
+    action: Literal["restored", "left"]
+
+
 class AlertRecord(_Record):
     """One state of an alert; a new record is appended on each change and the latest per id is the truth."""
 
@@ -333,6 +348,7 @@ Record = (
     | FaultInjected
     | FaultReverted
     | FaultFailed
+    | StateDrift
     | AlertRecord
     | RuleFailed
     | RuleHealth
@@ -358,6 +374,7 @@ STREAM_OF_KIND: dict[str, str] = {
     "fault_injected": "faults",
     "fault_reverted": "faults",
     "fault_failed": "faults",
+    "state_drift": "faults",
     "alert": "alerts",
     "rule_failed": "rules",
     "rule_health": "rules",

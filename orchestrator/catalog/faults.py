@@ -121,7 +121,16 @@ class LogMessage(_Strict):
 
 class Remedy(_Strict):
     action: Literal[
-        "rollback", "restart", "scale", "update_config", "set_feature_flag", "submit_patch", "wait", "none"
+        "rollback",
+        "restart",
+        "scale",
+        "update_config",
+        "update_service",
+        "set_feature_flag",
+        "submit_patch",
+        "uncordon_node",
+        "wait",
+        "none",
     ]
     service: str | None = None
     field: str | None = None

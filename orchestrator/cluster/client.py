@@ -205,16 +205,18 @@ class KubeClient:
         return str(text)
 
     def patch(self, ref: ObjectRef, patch: Patch) -> Json:
-        patchers = {
+        patchers: dict[str, Any] = {
             "Deployment": self.apps.patch_namespaced_deployment,
             "Service": self.core.patch_namespaced_service,
             "ConfigMap": self.core.patch_namespaced_config_map,
         }
+        where: tuple[str, ...] = (ref.name, ref.namespace)
+        if ref.kind == "Node":  # cluster-scoped: a node has no namespace
+            patchers["Node"], where = self.core.patch_node, (ref.name,)
         result = self._call(
             f"patch {ref}",
             patchers[ref.kind],
-            ref.name,
-            ref.namespace,
+            *where,
             patch.body,
             _content_type=_CONTENT_TYPES[patch.style],
         )

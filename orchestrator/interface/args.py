@@ -26,6 +26,10 @@ Quantity = Annotated[str, Field(max_length=32, pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki
 EnvName = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 EnvValue = Annotated[str, Field(max_length=4096)]
 Label = Annotated[str, Field(max_length=253)]
+SelectorKey = Annotated[
+    str, Field(min_length=1, max_length=253, pattern=r"^([a-z0-9.-]+/)?[A-Za-z0-9_.-]{1,63}$")
+]
+SelectorValue = Annotated[str, Field(max_length=63, pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")]
 Seconds = Annotated[float, Field(allow_inf_nan=False)]
 
 
@@ -102,9 +106,7 @@ class Describe(ReadArgs):
 
 
 class GetEvents(ReadArgs):
-    name: Label | None = Field(
-        default=None, description="only events of objects whose name starts with this"
-    )
+    name: Label | None = Field(default=None, description="only events of objects whose name starts with this")
     since_s: int = Field(default=600, ge=1, le=86_400)
 
 
@@ -182,6 +184,24 @@ class UpdateConfig(ServiceMutation):
     env: dict[EnvName, EnvValue | None] | None = Field(default=None, max_length=100)
     resources: ResourceChange | None = None
     ports: dict[PortName, PortNumber] | None = Field(default=None, max_length=50)
+
+
+class UpdateService(ServiceMutation):
+    """A change of the Kubernetes Service in front of a workload: one port's numbers, or the selector."""
+
+    port_name: PortName | None = Field(default=None, description="which port; needed when it has several")
+    target_port: PortNumber | PortName | None = Field(
+        default=None, description="the pods' port it forwards to"
+    )
+    port: PortNumber | None = Field(default=None, description="the port the Service listens on")
+    selector: dict[SelectorKey, SelectorValue] | None = Field(default=None, min_length=1, max_length=20)
+
+
+class UncordonNode(MutateArgs):
+    node: Name
+    services: list[Name] = Field(
+        default_factory=list, max_length=50, description="the workloads the cordon displaced"
+    )
 
 
 class SetFeatureFlag(MutateArgs):

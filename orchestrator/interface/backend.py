@@ -87,6 +87,7 @@ class Backend:
             workloads=self.workloads,
             loadgen=self.topology.loadgen,
             flags=self._flags,
+            nodes=frozenset(node.name for node in self.topology.nodes),
             hidden_namespaces=self.hidden_namespaces,
             mutations_done=mutations_done,
             mutation_limit=self.mutation_limit,

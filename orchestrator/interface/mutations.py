@@ -3,7 +3,9 @@
 restart = the ``kubectl.kubernetes.io/restartedAt`` annotation on the pod template (``kubectl rollout
 restart``); scale = the scale subresource; rollback = the previous ReplicaSet's template re-applied
 (``kubectl rollout undo``); update_config = a strategic-merge patch of the container; set_feature_flag =
-the flag file in the flag ConfigMap; delete_resource = deleting one pod; propose/build/submit = the
+the flag file in the flag ConfigMap; update_service = a JSON patch of the workload's Service (a port's
+``targetPort``/``port``, the selector); uncordon_node = ``spec.unschedulable`` cleared on one node;
+delete_resource = deleting one pod; propose/build/submit = the
 source repair pipeline of ``sources.py``, publishing each build to the registry namespace.
 
 Each handler returns ``(result, targets)``: the JSON result and the services it acted on.
@@ -141,6 +143,60 @@ def set_feature_flag(backend: Backend, args: a.SetFeatureFlag) -> Outcome:
     backend.kube.patch(ref, field_patch(configmap, field=f"flags/{args.flag}", value=args.variant))
     owners = [f.service for f in backend.topology.feature_flags if f.name == args.flag]
     return {"flag": args.flag, "variant": args.variant}, owners
+
+
+def update_service(backend: Backend, args: a.UpdateService) -> Outcome:
+    """Patch the workload's Service (``kubectl edit service``): one port's numbers, or the selector."""
+    ref = ObjectRef("Service", backend.namespace, args.service)
+    service = backend.kube.read(ref)
+    spec = service.get("spec") or {}
+    ports: list[Json] = list(spec.get("ports") or [])
+    operations: list[Json] = []
+    previous: Json = {}
+    changed: Json = {}
+    if args.target_port is not None or args.port is not None:
+        names = [str(p.get("name", "")) for p in ports]
+        if args.port_name is not None:
+            if args.port_name not in names:
+                raise InputError(f"service {args.service} has no port {args.port_name!r}; ports: {names}")
+            index = names.index(args.port_name)
+        elif len(ports) == 1:
+            index = 0
+        else:
+            raise InputError(f"service {args.service} has {len(ports)} ports {names}: name one in port_name")
+        for key, value in (("targetPort", args.target_port), ("port", args.port)):
+            if value is None:
+                continue
+            previous[key] = ports[index].get(key)
+            changed[key] = value
+            operations.append({"op": "add", "path": f"/spec/ports/{index}/{key}", "value": value})
+    if args.selector is not None:
+        previous["selector"] = spec.get("selector")
+        changed["selector"] = dict(sorted(args.selector.items()))
+        operations.append({"op": "add", "path": "/spec/selector", "value": changed["selector"]})
+    if not operations:
+        raise InputError("update_service needs target_port, port or selector")
+    backend.kube.patch(ref, Patch("json", operations))
+    return {"service": args.service, "changed": changed, "previous": previous}, [args.service]
+
+
+def uncordon_node(backend: Backend, args: a.UncordonNode) -> Outcome:
+    """Make a node schedulable again (``kubectl uncordon``). The targets are the workloads named as
+    displaced, and those with a pod on the node or waiting to be scheduled."""
+    ref = ObjectRef("Node", "", args.node)
+    node = backend.kube.read(ref)
+    was = bool((node.get("spec") or {}).get("unschedulable", False))
+    backend.kube.patch(ref, Patch("strategic", {"spec": {"unschedulable": False}}))
+    affected = set(args.services)
+    for pod in backend.kube.list_objects("Pod", namespace=backend.namespace):
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if spec.get("nodeName") == args.node or (
+            not spec.get("nodeName") and status.get("phase", "Pending") == "Pending"
+        ):
+            owners = [w for w in backend.workloads if str(pod["metadata"]["name"]).startswith(f"{w}-")]
+            if owners:
+                affected.add(max(owners, key=len))
+    return {"node": args.node, "was_cordoned": was, "unschedulable": False}, sorted(affected)
 
 
 def delete_resource(backend: Backend, args: a.DeleteResource) -> Outcome:

@@ -50,6 +50,7 @@ class PolicyContext:
     workloads: frozenset[str]  # Deployments of the application an operator may act on
     loadgen: str | None = None
     flags: Mapping[str, frozenset[str]] = field(default_factory=dict)  # flag -> its variants
+    nodes: frozenset[str] = frozenset()  # the cluster's nodes an operator may cordon or uncordon
     hidden_namespaces: frozenset[str] = HIDDEN_NAMESPACES
     mutations_done: int = 0
     mutation_limit: int = MUTATION_LIMIT
@@ -260,6 +261,13 @@ def _target_check(call: a.MutateArgs, ctx: PolicyContext) -> Decision | None:
         if _owner_of_pod(call.name, ctx) is None:
             return _denied(f"pod {call.name!r} belongs to no workload of the application")
         return None
+    if isinstance(call, a.UncordonNode):
+        if call.node not in ctx.nodes:
+            return _denied(f"unknown node {call.node!r}; nodes: {', '.join(sorted(ctx.nodes)) or 'none'}")
+        unknown = sorted(set(call.services) - ctx.workloads)
+        if unknown:
+            return _denied(f"unknown service {unknown[0]!r}; services: {', '.join(sorted(ctx.workloads))}")
+        return None
     if isinstance(call, a.SetFeatureFlag):
         if call.flag not in ctx.flags:
             known = ", ".join(sorted(ctx.flags)) or "none"
@@ -278,6 +286,8 @@ def _bounds(call: a.MutateArgs, ctx: PolicyContext) -> Decision | None:
     del ctx
     if isinstance(call, a.ScaleService) and not 0 <= call.replicas <= MAX_REPLICAS:
         return _denied(f"replicas must be between 0 and {MAX_REPLICAS}, not {call.replicas}")
+    if isinstance(call, a.UpdateService) and (call.target_port, call.port, call.selector) == (None,) * 3:
+        return _denied("update_service needs at least one of target_port, port or selector")
     if isinstance(call, a.UpdateConfig):
         if not (call.env or call.resources or call.ports):
             return _denied("update_config needs at least one of env, resources or ports")

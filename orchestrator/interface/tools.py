@@ -241,6 +241,23 @@ TOOLS: dict[str, Tool] = {
             m.set_feature_flag,
         ),
         Tool(
+            "update_service",
+            a.UpdateService,
+            "mutate",
+            "Edit the Kubernetes Service in front of a service (like `kubectl edit service`): the "
+            "`target_port` (pods' port number or name) or `port` of one port (`port_name` when it has "
+            "several), or its pod `selector` ({label: value}). The application's namespace only." + _INCIDENT,
+            m.update_service,
+        ),
+        Tool(
+            "uncordon_node",
+            a.UncordonNode,
+            "mutate",
+            "Make a cordoned node schedulable again (like `kubectl uncordon`); name in `services` "
+            "the workloads whose pods the cordon displaced." + _INCIDENT,
+            m.uncordon_node,
+        ),
+        Tool(
             "delete_resource",
             a.DeleteResource,
             "mutate",

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from orchestrator.errors import BundleError
 from orchestrator.mechanisms.handles import Handle
 
-Event = Literal["opened", "planned", "applied", "reverted", "revert_failed", "inject_failed"]
+Event = Literal["opened", "planned", "applied", "reverted", "revert_failed", "inject_failed", "drift"]
 # A fault is settled once reverted (or found restored, or left to the agent's later change).
 SETTLED = frozenset({"reverted", "already_restored", "changed_by_agent"})
 
@@ -61,6 +61,10 @@ class Ledger:
 
     def revert_failed(self, fault_id: str, error: str) -> None:
         self._append({"event": "revert_failed", "fault_id": fault_id, "error": error})
+
+    def drift(self, fault_id: str, *, found: str, action: str) -> None:
+        """A reverted fault's field found changed: its value put back (``restored``) or ``left``."""
+        self._append({"event": "drift", "fault_id": fault_id, "found": found, "action": action})
 
     def close(self) -> None:
         self._file.close()

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import get_args
 
-from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record
+from orchestrator.bundle.records import FaultFailed, FaultInjected, FaultReverted, Record, StateDrift
 from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import Catalog
 from orchestrator.errors import OrchestratorError, RevertError
-from orchestrator.mechanisms.applying import Applied, Applier
+from orchestrator.mechanisms.applying import Applied, Applier, Drift
 from orchestrator.mechanisms.handles import Handle, RevertOutcome
 from orchestrator.run.events import Failed, Injected, Reverted, RunEventHandler
 from orchestrator.schedule import Activation
@@ -61,6 +61,7 @@ class FaultDriver:
         entry = self.catalog.by_id[activation.catalog_id]
         fault_id = fault_id_of(activation)
         scope = tuple(sorted(self.catalog.scope(entry)))
+        self._drifted(self.applier.reconcile(entry))  # the target as the ledger expects it, first
         t = self.now_s()
         result = self.applier.inject(entry, fault_id=fault_id)
         handle = result.handle
@@ -118,7 +119,21 @@ class FaultDriver:
             else:  # the applier names a revert it gave up on as "FAILED: <why>"
                 self._revert_failed(fault_id, result)
                 left.append(f"{fault_id}: {result}")
+        self._drifted(self.applier.reconcile())  # no untracked fault stays behind
         return left
+
+    def _drifted(self, drifts: list[Drift]) -> None:
+        for drift in drifts:
+            handle = drift.handle
+            self.record(
+                StateDrift(
+                    fault_id=handle.fault_id, t=self.now_s(), object=f"{handle.kind}/{handle.name}",
+                    field=handle.field or "", expected=_text(handle.pre_value), found=drift.found,
+                    action=drift.action,
+                )
+            )  # fmt: skip
+            what = "put its fault back; restored" if drift.action == "restored" else "changed it; left"
+            self.warn(f"{handle.kind}/{handle.name} {handle.field} of {handle.fault_id}: a change {what}")
 
     def _reverted(self, fault_id: str, outcome: str) -> None:
         # An agent's own change of the field (a different image or value) ends the fault as well: the

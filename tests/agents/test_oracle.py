@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from pydantic import BaseModel
-
 from orchestrator.agents.inputs import AlertView
 from orchestrator.agents.oracle import Truth, plan_oracle, record_remedy, remedy_call, revision_before
 from orchestrator.catalog.loading import load_catalog
@@ -134,23 +131,64 @@ def test_a_reverted_fault_keeps_only_alerts_from_its_window_and_is_not_repaired(
 
 
 def test_every_catalog_remedy_becomes_a_valid_tool_call_or_a_deliberate_wait() -> None:
-    args = pytest.importorskip("orchestrator.interface.args")
-    models: dict[str, type[BaseModel]] = {
-        "rollback_service": args.RollbackService, "restart_service": args.RestartService,
-        "scale_service": args.ScaleService, "update_config": args.UpdateConfig,
-        "set_feature_flag": args.SetFeatureFlag,
-    }  # fmt: skip
+    from orchestrator.interface.tools import TOOLS
+
     silent = []
     for entry in load_catalog().entries:
         remedy = entry.remedy.model_dump(mode="json")
         call = remedy_call({"fault_id": entry.id, "target": entry.target, "remedy": remedy})
         if call is None:
-            silent.append((entry.remedy.action, entry.remedy.field))
+            silent.append((entry.id, entry.remedy.action))
             continue
         tool, call_args = call
-        models[tool].model_validate(call_args)  # raises when the oracle would send arguments the tool rejects
-    assert {action for action, _ in silent} <= {"wait", "none", "update_config"}
-    assert {field for action, field in silent if action == "update_config"} == {"targetPort"}
+        assert TOOLS[tool].effect == "mutate"
+        TOOLS[tool].args.model_validate(call_args)  # raises when the oracle would send arguments it rejects
+    # Only a remedy that is no action at all (chaos that only its own end cures) has no tool.
+    assert {action for _, action in silent} <= {"wait", "none"}, silent
+
+
+def test_every_remedy_action_maps_to_a_tool() -> None:
+    from orchestrator.catalog.faults import Remedy
+    from orchestrator.interface.tools import TOOLS
+
+    actions = Remedy.model_fields["action"].annotation.__args__  # type: ignore[union-attr]
+    base = {"fault_id": "f", "target": "cartservice"}
+    values: dict[str, Any] = {"scale": 1, "update_service": 7070, "uncordon_node": "node-1"}
+    fields = {"update_config": "env/REDIS_ADDR", "update_service": "targetPort", "set_feature_flag": "x"}
+    for action in actions:
+        remedy = {"action": action, "field": fields.get(action), "value": values.get(action, "on")}
+        call = remedy_call({**base, "remedy": remedy})
+        if action in ("wait", "none"):
+            assert call is None
+            continue
+        assert call is not None, action
+        assert call[0] in TOOLS, action
+
+
+def test_a_service_port_and_a_drained_node_have_their_tools() -> None:
+    base = {"fault_id": "f", "target": "shippingservice"}
+    port = {"action": "update_service", "service": "shippingservice", "field": "targetPort", "value": 50051}
+    assert remedy_call({**base, "remedy": port}) == (
+        "update_service",
+        {"incident_id": "oracle-f", "service": "shippingservice", "target_port": 50051},
+    )
+    node = {"action": "uncordon_node", "value": "marathon-worker3"}
+    assert remedy_call({**base, "remedy": node}) == (
+        "uncordon_node",
+        {"incident_id": "oracle-f", "node": "marathon-worker3", "services": ["shippingservice"]},
+    )
+
+
+def test_a_reverted_faults_window_closes_at_its_planned_revert_plus_grace() -> None:
+    # Listed at 300 with its revert planned at 400: the scorer's window is [100, 400 + 60].
+    first = plan_oracle([], truth({**CART, "planned_revert_s": 400.0}, now_s=300.0), {}, namespace=NS)
+    alerts = [
+        alert("a1", "ServiceHighErrorRatio", 450.0, service="cartservice"),  # inside revert + grace
+        alert("a2", "ServiceHighErrorRatio", 470.0, service="cartservice"),  # after it
+    ]
+    later = plan_oracle(alerts, truth(now_s=540.0), first.state, namespace=NS)
+    assert later.state["faults"]["f1"]["window_end_s"] == 460.0
+    assert [(r.incident_id, r.alert_ids) for r in later.reports] == [("oracle-f1", ("a1",))]
 
 
 def test_remedies_map_to_their_tools() -> None:

@@ -190,3 +190,44 @@ def test_set_feature_flag_changes_the_default_variant_in_the_flag_file(shop: Wor
     assert document["flags"]["adHighCpu"]["defaultVariant"] == "off"
     intervention = next(r for r in shop.records if isinstance(r, Intervention))
     assert intervention.targets == ["ad"]
+
+
+def test_update_service_sets_a_ports_target_port_and_journals_an_intervention(ob: World) -> None:
+    ref = ObjectRef("Service", ob.backend.namespace, "shippingservice")
+    ob.kube.patch(ref, Patch("strategic", {"spec": {"ports": [{"port": 50051, "targetPort": 50052}]}}))
+    outcome = _call(ob.caller(), "update_service", service="shippingservice", target_port=50051)
+    assert outcome["ok"], outcome
+    assert outcome["result"]["previous"] == {"targetPort": 50052}
+    assert ob.kube.read(ref)["spec"]["ports"][0]["targetPort"] == 50051
+    intervention = next(r for r in ob.records if isinstance(r, Intervention))
+    assert (intervention.tool, intervention.targets, intervention.result) == (
+        "update_service",
+        ["shippingservice"],
+        "ok",
+    )
+
+
+def test_update_service_is_policed_like_the_other_changes(ob: World) -> None:
+    caller = ob.caller()
+    empty = _call(caller, "update_service", service="shippingservice")
+    assert empty["error"]["type"] == "denied", empty
+    unknown = _call(caller, "update_service", service="no-such-service", target_port=80)
+    assert unknown["error"]["type"] == "denied", unknown
+    hidden = _call(caller, "update_service", service="shippingservice", selector={"app": "monitoring"})
+    assert hidden["error"]["type"] == "forbidden", hidden
+    assert not any(isinstance(r, Intervention) for r in ob.records)
+
+
+def test_uncordon_node_makes_a_cordoned_node_schedulable_again(ob: World) -> None:
+    node = ob.backend.topology.nodes[0].name
+    ref = ObjectRef("Node", "", node)
+    ob.kube.patch(ref, Patch("strategic", {"spec": {"unschedulable": True}}))
+    outcome = _call(ob.caller(), "uncordon_node", node=node, services=["cartservice"])
+    assert outcome["ok"], outcome
+    assert outcome["result"]["was_cordoned"] is True
+    assert not ob.kube.read(ref)["spec"].get("unschedulable", False)
+    intervention = next(r for r in ob.records if isinstance(r, Intervention))
+    assert intervention.tool == "uncordon_node"
+    assert "cartservice" in intervention.targets
+    denied = _call(ob.caller(1), "uncordon_node", node="no-such-node")
+    assert denied["error"]["type"] == "denied", denied

@@ -43,6 +43,9 @@ class FakeApplier:
 
     revert_all = Applier.revert_all  # the real loop over this fake's revert()
 
+    def reconcile(self, entry: Any = None) -> list[Any]:
+        return []  # the cluster is as the reverts left it
+
 
 @dataclass
 class Events:
