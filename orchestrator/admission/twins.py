@@ -100,6 +100,7 @@ def spawn_twin(
         str(seed),
         "--kubeconfig",
         str(workdir / "kubeconfig"),
+        "--fixed-epoch",  # this process reads the twin's series and logs at the fixed epoch
     ]
     if remote_write_url is not None:
         command += ["--remote-write", remote_write_url]

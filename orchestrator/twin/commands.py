@@ -38,6 +38,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--kubeconfig", type=Path, default=Path("twin.kubeconfig"), help="the kubeconfig file to write"
     )
+    serve.add_argument(
+        "--fixed-epoch", dest="fixed_epoch", action="store_true",
+        help="simulated time 0 is the fixed epoch (2026-01-01T00:00:00Z), not the wall-clock now, so what "
+        "the twin writes does not depend on when it ran (admission reads it so)",
+    )  # fmt: skip
     serve.set_defaults(func=serve_command)
 
 
@@ -49,7 +54,8 @@ def serve_command(args: argparse.Namespace) -> int:
         raise ConfigError(f"--speed must be positive, got {args.speed}")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {args.port}")
-    use_epoch(datetime.now(UTC))  # a served twin starts at the wall-clock now, as a real cluster lives in it
+    if not args.fixed_epoch:
+        use_epoch(datetime.now(UTC))  # a served twin starts at the wall-clock now, as a real cluster lives in it
     running = start_twin(
         args.app,
         seed=args.seed,
