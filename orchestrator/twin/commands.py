@@ -54,8 +54,8 @@ def serve_command(args: argparse.Namespace) -> int:
         raise ConfigError(f"--speed must be positive, got {args.speed}")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {args.port}")
-    if not args.fixed_epoch:
-        use_epoch(datetime.now(UTC))  # a served twin starts at the wall-clock now, as a real cluster lives in it
+    if not args.fixed_epoch:  # a served twin starts at the wall-clock now, as a real cluster lives in it
+        use_epoch(datetime.now(UTC))
     running = start_twin(
         args.app,
         seed=args.seed,
