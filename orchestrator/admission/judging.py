@@ -1,7 +1,8 @@
 """The admission verdict: which of the twin's measurements of an entry admit it, and why (no side effects).
 
-An entry is admitted when its message appears only after injection, the app keeps serving, one published
-screening criterion holds, its mechanism's own checks pass, and the revert restores everything.
+An entry is admitted when its message appears only after injection, the app keeps serving, at least one rule
+of the pack fires an alert attributable to it (detectability), one published screening criterion holds (an
+attributable alert is one of them), its mechanism's own checks pass, and the revert restores everything.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ SERVER_ERRORS_PER_MIN = 4.0
 NEW_ERROR_LOGS_PER_MIN = 10.0
 # After the revert, the entry point counts as serving again below this failed fraction.
 RECOVERED_FAILED_FRACTION = 0.05
+# Detectability: without an alert attributable to it, an entry cannot be scored on detection.
+NO_ALERT = "no rule of the pack fired an alert attributable to it"
 
 
 def breaks_startup(entry: Entry) -> bool:
@@ -40,11 +43,14 @@ def introduced_lines(entry: CodeFault) -> tuple[str, ...]:
     )
 
 
-def judge(entry: Entry, found: Measurements, *, direct: bool) -> tuple[bool, tuple[str, ...]]:
+def judge(
+    entry: Entry, found: Measurements, *, direct: bool, alerts: tuple[str, ...]
+) -> tuple[bool, tuple[str, ...]]:
     """The admission verdict and its reasons (no side effects).
 
-    ``direct`` says whether ``entry.log.service`` is the target or calls it directly. When admitted, the
-    reasons name the screening criteria that held; otherwise every check that failed.
+    ``direct`` says whether ``entry.log.service`` is the target or calls it directly; ``alerts`` names the
+    rules that fired an alert attributable to the entry. When admitted, the reasons name the screening
+    criteria that held; otherwise every check that failed.
     """
     failed: list[str] = []
     message = f"log message {entry.log.message!r} in {entry.log.service}"
@@ -59,13 +65,15 @@ def judge(entry: Entry, found: Measurements, *, direct: bool) -> tuple[bool, tup
             f"the app stopped serving: entry rate {found.entry_rate_after}/s, "
             f"failed fraction {found.entry_failed_fraction_after}"
         )
-    screening = _screening(found)
+    screening = _screening(found, alerts)
     if not screening:
         failed.append(
             f"no screening criterion: server errors {found.server_errors_per_min}/min < "
             f"{SERVER_ERRORS_PER_MIN:g}, new error logs {found.new_error_logs_per_min}/min < "
-            f"{NEW_ERROR_LOGS_PER_MIN:g}, no restart"
+            f"{NEW_ERROR_LOGS_PER_MIN:g}, no restart, no alert"
         )
+    if not alerts:
+        failed.append(NO_ALERT)
     failed.extend(mechanism_failures(entry, found))
     if not found.restored:
         failed.append("the revert did not restore the original image, setting or object")
@@ -97,7 +105,7 @@ def mechanism_failures(entry: Entry, found: Measurements) -> list[str]:
     return failed
 
 
-def _screening(found: Measurements) -> list[str]:
+def _screening(found: Measurements, alerts: tuple[str, ...]) -> list[str]:
     held: list[str] = []
     if found.server_errors_per_min >= SERVER_ERRORS_PER_MIN:
         held.append(f"server errors {found.server_errors_per_min}/min >= {SERVER_ERRORS_PER_MIN:g}")
@@ -105,4 +113,6 @@ def _screening(found: Measurements) -> list[str]:
         held.append(f"new error logs {found.new_error_logs_per_min}/min >= {NEW_ERROR_LOGS_PER_MIN:g}")
     if found.restarts > 0:
         held.append(f"{found.restarts} container restart(s)")
+    if alerts:
+        held.append(f"attributable alert(s): {', '.join(sorted(set(alerts)))}")
     return held

@@ -3,7 +3,8 @@ Prometheus, injected by the real injector and judged by ``orchestrator.admission
 
 The timeline of one entry (simulated seconds): warm up; for a config fault a first injection and revert
 (only the second observation counts); a five-minute window before injection; the injection and a five-minute
-window after it; the revert, a recovery period, and a window in which the message must have stopped.
+window after it; the revert, a recovery period, and a window in which the message must have stopped. The
+alerts attributable to the entry are those that start from the injection to the revert plus the grace.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from orchestrator.mechanisms.applying import Applier, InjectFailed
 from orchestrator.mechanisms.handles import Context, Handle
 from orchestrator.mechanisms.ledger import Ledger, Target
 from orchestrator.mechanisms.registry import artifact_restored
+from orchestrator.score.attribution import NAMESPACE_LABEL, names_service_in, normalise_name
+from orchestrator.telemetry.alerts import EvaluatedAlert
 from orchestrator.telemetry.observing import Observer
 from orchestrator.telemetry.querying import PrometheusQuerier
 from orchestrator.telemetry.rules import load_rule_pack
@@ -44,6 +47,9 @@ class Settings:
     window_s: float = 300.0
     recovery_s: float = 120.0
     clear_s: float = 120.0
+    # Alerts that start up to this long after the revert are the entry's, as the scorer's grace (one
+    # invocation interval, the runner's default delta) makes them; at most ``recovery_s``.
+    grace_s: float = 120.0
     chunk_s: float = 60.0
     chaos_namespace: str = "chaos-mesh"
 
@@ -218,8 +224,6 @@ def _observe(
     rate_after, failed_after = observer.entry_rates(at=t2, seconds=t2 - t0)
     restarts_after = reader.restart_counts(job.scope)
     restarts = sum(max(0, n - restarts_before.get(pod, 0)) for pod, n in restarts_after.items())
-    alerts = observer.alerts(until=t2)
-    fired = sorted({r.rule for r in alerts if r.state == "firing" and r.starts_at > EPOCH_S + t0})
 
     try:
         applier.revert(handle.fault_id)
@@ -227,6 +231,11 @@ def _observe(
     except RevertError:
         restored_by_revert = False
     twin.advance(settings.recovery_s)
+    # The scorer's active window: an alert that starts from the injection to the revert plus the grace.
+    until = min(twin.now, t2 + settings.grace_s)
+    fired = attributable_rules(
+        observer.alerts(until=until), job, injected_at=EPOCH_S + t0, window_end=EPOCH_S + until
+    )
     restored = restored_by_revert and artifact_restored(reader.client, handle) is not False
     ready = not reader.not_ready()
     t4 = twin.advance(settings.clear_s)
@@ -252,14 +261,37 @@ def _observe(
         serving_after_revert=rate_end > 0 and failed_end / rate_end < 0.05,
         message_after_revert=still,
     )
-    admitted, reasons = judge(entry, found, direct=job.direct)
+    admitted, reasons = judge(entry, found, direct=job.direct, alerts=fired)
     return AdmissionRecord(
         id=entry.id,
         content_hash=entry.content_hash(),
         admitted=admitted,
         reasons=reasons,
         measurements=found,
-        rules_fired=tuple(fired),
+        rules_fired=fired,
+    )
+
+
+def attributable_rules(
+    alerts: Iterable[EvaluatedAlert], job: Job, *, injected_at: float, window_end: float
+) -> tuple[str, ...]:
+    """The rules with an alert attributable to the job's entry, sorted (no side effects): it started firing
+    after the injection and by ``window_end`` (the revert plus the grace), in the entry's namespace, on a
+    series naming a service of the entry's scope, as the scorer attributes alerts
+    (``orchestrator.score.attribution``). Only this entry is injected in the admission twin, so nothing
+    else explains such an alert."""
+    scope = frozenset(normalise_name(service) for service in job.scope)
+    return tuple(
+        sorted(
+            {
+                alert.rule
+                for alert in alerts
+                if alert.state == "firing"
+                and injected_at < alert.starts_at <= window_end
+                and alert.labels.get(NAMESPACE_LABEL) == job.namespace
+                and names_service_in(alert.labels, scope)
+            }
+        )
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.admission.judging import NO_ALERT
 from orchestrator.admission.screening import Job, Settings, admit, jobs_for
 from orchestrator.catalog.faults import FAULT_ENTRY, Entry
 from orchestrator.catalog.loading import load_catalog
@@ -81,3 +82,4 @@ def test_a_real_fault_is_admitted_and_a_fault_without_symptom_is_rejected_with_r
     assert rejected.reasons[1].startswith("no screening criterion: server errors 0.0/min")
     assert rejected.measurements is not None and rejected.measurements.restored
     assert rejected.rules_fired == ()
+    assert NO_ALERT in rejected.reasons

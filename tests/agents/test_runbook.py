@@ -30,7 +30,7 @@ def alert(
 
 
 def test_the_rule_table_covers_the_signal_of_every_alert_rule_of_the_rule_pack() -> None:
-    assert len(SIGNALS) >= 40
+    assert len(SIGNALS) >= 25
     assert sorted(name for name, signal in SIGNALS.items() if signal not in RULE_TABLE) == []
 
 
@@ -42,10 +42,10 @@ def test_the_table_follows_the_runbook_policy() -> None:
     assert rule_for(SIGNALS["ServiceHighErrorRatio"]).action == "rollback"
     assert rule_for(SIGNALS["ServiceLatencyP99Critical"]).action == "rollback"
     assert rule_for(SIGNALS["OnlineBoutiqueCheckoutErrors"]).action == "rollback"
-    assert rule_for(SIGNALS["KubeDeploymentRolloutStalled"]).action == "rollback"
+    assert rule_for("rollout").action == "rollback"
     assert rule_for(SIGNALS["KubeDeploymentNoAvailableReplicas"]).action == "scale"
-    assert rule_for(SIGNALS["ServiceCPUSaturated"]).action == "scale"
-    assert rule_for(SIGNALS["AstronomyShopOrderConsumerLag"]).action == "scale"
+    assert rule_for("cpu-saturation").action == "scale"
+    assert rule_for("backlog").action == "scale"
     assert rule_for(SIGNALS["KubePodCrashLooping"]).action == "restart"
     assert rule_for("a-signal-nobody-wrote").action == "restart"
     assert rule_for(signal_of({"alertname": "NoSignalLabel"})).action == "restart"
@@ -64,7 +64,8 @@ def test_alerts_are_grouped_into_one_incident_per_workload_with_one_action_each(
         alert("a1", "ServiceHighErrorRatio", service="cartservice"),
         alert("a2", "KubePodCrashLooping", pod="cartservice-5d8f7c9b6d-x2x9q"),
         alert("a3", "KubeDeploymentNoAvailableReplicas", deployment="checkoutservice", start=20.0),
-        alert("a4", "KubeNodeNotReady", node="marathon-worker2"),
+        AlertView(alert_id="a4", rule="KubeNodeNotReady", labels={"namespace": NS, "signal": "node",
+                  "node": "marathon-worker2"}, starts_at=10.0, ends_at=None),  # fmt: skip
         alert("a5", "ServiceHighErrorRatio", service="frontend", namespace="other"),
     ]
     plan = plan_runbook(alerts, {}, namespace=NS)
@@ -115,8 +116,8 @@ def test_after_a_failed_action_the_incident_closes_once_its_alerts_end_and_new_a
     first = plan_runbook([alert("a1", "ServiceHighErrorRatio", service="cartservice")], {}, namespace=NS)
     state = record_outcome(first.state, "rb-cartservice-1", ok=False)
     ended = [alert("a1", "ServiceHighErrorRatio", service="cartservice", end=90.0)]
-    second = plan_runbook([*ended, alert("a2", "KubePodFailed", service="cartservice", start=300.0)], state,
-                          namespace=NS)  # fmt: skip
+    crashing = alert("a2", "KubePodCrashLooping", service="cartservice", start=300.0)
+    second = plan_runbook([*ended, crashing], state, namespace=NS)
     assert [(r.incident_id, r.status, r.alert_ids) for r in second.reports] == [
         ("rb-cartservice-1", "resolved", ("a1",)),
         ("rb-cartservice-2", "open", ("a2",)),
