@@ -37,6 +37,7 @@ from orchestrator.bundle.records import (
     ScheduleRecord,
     ServiceSample,
     ServiceStates,
+    StateDrift,
     ToolCall,
 )
 from orchestrator.bundle.seal import is_sealed
@@ -68,6 +69,7 @@ class Bundle:
     forbidden: tuple[ForbiddenAttempt, ...] = ()
     model_calls: tuple[ModelCall, ...] = ()
     service_states: tuple[ServiceStates, ...] = ()  # the workloads at the run's start and end
+    state_drifts: tuple[StateDrift, ...] = ()  # reverted fields found changed again, and what was done
 
 
 def payload_dir(bundle: Path) -> Path:
@@ -125,6 +127,7 @@ _FIELD_OF_TYPE: dict[type[Record], str] = {
     ForbiddenAttempt: "forbidden",
     ModelCall: "model_calls",
     ServiceStates: "service_states",
+    StateDrift: "state_drifts",
 }
 
 
