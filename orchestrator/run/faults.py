@@ -132,8 +132,12 @@ class FaultDriver:
                     action=drift.action,
                 )
             )  # fmt: skip
-            what = "put its fault back; restored" if drift.action == "restored" else "changed it; left"
-            self.warn(f"{handle.kind}/{handle.name} {handle.field} of {handle.fault_id}: a change {what}")
+            what = (
+                f"holds the fault's value again after its revert; restored to {_text(handle.pre_value)!r}"
+                if drift.action == "restored"
+                else f"was changed to {drift.found!r} after its revert (not by the benchmark); left as it is"
+            )
+            self.warn(f"{handle.kind}/{handle.name} {handle.field} ({handle.fault_id}) {what}")
 
     def _reverted(self, fault_id: str, outcome: str) -> None:
         # An agent's own change of the field (a different image or value) ends the fault as well: the
