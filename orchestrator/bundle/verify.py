@@ -14,6 +14,7 @@ import json
 import logging
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from orchestrator.bundle.journal import PREV_KEY, STREAM_SUFFIX, genesis_hash, scan_stream
 from orchestrator.bundle.reader import Bundle, read_bundle
-from orchestrator.bundle.records import RECORD_ADAPTER, RuleFailed, RuleHealth, ServiceStates
+from orchestrator.bundle.records import RECORD_ADAPTER, Record, RuleFailed, RuleHealth, ServiceStates
 from orchestrator.bundle.seal import (
     CHAIN_HEADS_FILE,
     PUBLIC_KEY_FILE,
@@ -221,6 +222,23 @@ def _head_findings(subject: str, lines: list[bytes], head: str, sealed: Any) -> 
     return []
 
 
+def _stream_records(
+    path: Path, subject: str, what: str, findings: list[Finding]
+) -> Iterator[tuple[int, Record]]:
+    """Each complete line of a stream as a record with its line number; a line that is not a record is a
+    finding, and the torn tail of an unsealed stream is left out."""
+    *complete, _tail = path.read_bytes().split(b"\n")
+    for number, line in enumerate(complete, start=1):
+        try:
+            body = json.loads(line)
+            body.pop(PREV_KEY, None)
+            record = RECORD_ADAPTER.validate_python(body)
+        except (ValueError, AttributeError) as exc:
+            findings.append(Finding(subject, f"line {number}: not a {what} record: {exc}"))
+            continue
+        yield number, record
+
+
 def _check_rule_health(bundle: Path) -> tuple[list[Finding], tuple[RuleHealth, ...]]:
     """The rules stream holds rule records only; once its end-of-run summary is written, nothing follows it,
     each rule appears in it once, and each rule's failures are the ``rule_failed`` records it has."""
@@ -231,15 +249,7 @@ def _check_rule_health(bundle: Path) -> tuple[list[Finding], tuple[RuleHealth, .
     findings: list[Finding] = []
     failed: Counter[str] = Counter()
     health: dict[str, RuleHealth] = {}
-    *complete, _tail = path.read_bytes().split(b"\n")
-    for number, line in enumerate(complete, start=1):
-        try:
-            body = json.loads(line)
-            body.pop(PREV_KEY, None)
-            record = RECORD_ADAPTER.validate_python(body)
-        except (ValueError, AttributeError) as exc:
-            findings.append(Finding(subject, f"line {number}: not a rule record: {exc}"))
-            continue
+    for number, record in _stream_records(path, subject, "rule", findings):
         if isinstance(record, RuleFailed):
             if health:
                 findings.append(Finding(subject, f"line {number}: a failed evaluation after the summary"))
@@ -271,15 +281,7 @@ def _check_service_states(bundle: Path) -> list[Finding]:
         return []
     findings: list[Finding] = []
     seen: list[str] = []
-    *complete, _tail = path.read_bytes().split(b"\n")
-    for number, line in enumerate(complete, start=1):
-        try:
-            body = json.loads(line)
-            body.pop(PREV_KEY, None)
-            record = RECORD_ADAPTER.validate_python(body)
-        except (ValueError, AttributeError) as exc:
-            findings.append(Finding(subject, f"line {number}: not a service-state record: {exc}"))
-            continue
+    for number, record in _stream_records(path, subject, "service-state", findings):
         if not isinstance(record, ServiceStates):
             findings.append(Finding(subject, f"line {number}: a {record.kind} record in the state stream"))
         elif record.moment in seen:
