@@ -63,6 +63,11 @@ serve: setup
 bench: setup
 	$(BIN)/python tests/bench.py $(BENCH_ARGS)
 
+# The full-length validity matrix (tests/validity.py): oracle, noop and runbook on 3 apps x seeds 1-5.
+validity: setup
+	$(BIN)/pytest -m matrix -s tests/test_validity_matrix.py
+.PHONY: validity
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Figure:
-    """One measured figure: ``value`` in ``unit``; it passes when it is below ``limit`` (when there is one).
+    """One measured figure: ``value`` in ``unit``; it passes when it is below ``limit`` (when there is one),
+    or at or above it when ``at_least``.
 
     ``shown`` replaces the number in the table when it says more (e.g. "12.3 s (11.9-13.0)")."""
 
@@ -23,6 +24,7 @@ class Figure:
     limit: float | None = None
     shown: str = ""
     note: str = ""
+    at_least: bool = False
 
     @property
     def measured(self) -> str:
@@ -34,13 +36,15 @@ class Figure:
 
     @property
     def target(self) -> str:
-        return "" if self.limit is None else f"< {self.limit:g} {self.unit}".strip()
+        if self.limit is None:
+            return ""
+        return f"{'>=' if self.at_least else '<'} {self.limit:g} {self.unit}".strip()
 
     @property
     def passed(self) -> bool | None:
         if self.limit is None or self.value is None:
             return None
-        return self.value < self.limit
+        return self.value >= self.limit if self.at_least else self.value < self.limit
 
 
 def median_wall(command: Sequence[str], *, rounds: int = 3) -> tuple[float, list[float]]:
