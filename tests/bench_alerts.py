@@ -45,7 +45,7 @@ def unattributed(bundle: Path) -> tuple[int, int]:
     found = read_bundle(bundle)
     alerts = latest_alerts(found.alerts)
     explained = attribute(alerts, scored_faults(found))
-    return len(alerts), sum(1 for alert_id in alerts if alert_id not in explained)
+    return len(alerts), sum(1 for alert_id in alerts if not explained.of(alert_id))
 
 
 def noise(runs: Path) -> Figure:

@@ -428,5 +428,11 @@ def affected_scope(topology: Topology, target: str) -> frozenset[str]:
     return frozenset(scope - excluded)
 
 
+def known_scope(topology: Topology, service: str) -> frozenset[str]:
+    """``affected_scope`` of a service of the topology; nothing for a name it does not know (no side
+    effects)."""
+    return affected_scope(topology, service) if service in topology.service_names else frozenset()
+
+
 def topology_path(app: str, *, root: Path) -> Path:
     return root / "manifests" / app / "topology.yaml"

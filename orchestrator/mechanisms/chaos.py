@@ -238,9 +238,13 @@ class ChaosMechanism:
         if not entry.inject.chaos_kind.crd:
             # An action on pods or nodes needs its target placed on a node: else there is nothing to act on.
             node = str(entry.inject.spec.get("node") or _node_of(entry.target, ctx))
-        return _form(entry.inject.kind).handle(
+        form = _form(entry.inject.kind)
+        handle = form.handle(
             entry, fault_id=fault_id, namespace=ctx.namespace, chaos_namespace=ctx.chaos_namespace, node=node
         )
+        if isinstance(form, DrainNode):  # every pod on the node goes, not only the target's
+            handle = handle.model_copy(update={"affected": _services_on(node, ctx)})
+        return handle
 
     def apply(self, handle: Handle, entry: ChaosFault, ctx: Context) -> None:
         _form(handle.kind).apply(handle, entry, ctx, kubeconfig=_kubeconfig(ctx))
@@ -269,6 +273,16 @@ def _kubeconfig(ctx: Context) -> Path:
     if kubeconfig is None:
         raise InjectionError("chaos actions need the cluster's kubeconfig")
     return kubeconfig
+
+
+def _services_on(node: str, ctx: Context) -> tuple[str, ...]:
+    """The services (pods' ``app`` labels) of the app with a pod on ``node``. Side effects: a cluster read."""
+    found = {
+        str(pod.get("metadata", {}).get("labels", {}).get("app") or "")
+        for pod in ctx.client.list_pods(ctx.namespace, selector="")
+        if pod.get("spec", {}).get("nodeName") == node
+    }
+    return tuple(sorted(found - {""}))
 
 
 def _node_of(target: str, ctx: Context) -> str:

@@ -34,6 +34,7 @@ class Handle(BaseModel):
     pre_value: Value = None
     injected_value: Value = None
     pre_annotation: str | None = None
+    # Services with pods where the fault acts beyond its target (a drained node's other pods), by app label.
     affected: tuple[str, ...] = ()
 
     @property

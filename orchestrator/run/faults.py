@@ -1,9 +1,10 @@
 """Injecting and reverting the scheduled faults, journaling the ground truth of each.
 
 Every injection writes ``FaultInjected`` (catalog id, category, mechanism, namespace, target, culprits,
-artifact, the scope computed from the topology, pre and injected values); a failed one adds ``FaultFailed``
-and is reverted; every revert writes ``FaultReverted``. A revert that fails is reported loudly and the fault
-stays live (the scorer keeps it live to the run end) until the final ``revert_all`` manages it.
+artifact, pre and injected values, and the scope: the target's from the topology, widened by the scope of each
+service the fault acts on besides it, such as the other pods of a drained node); a failed one adds
+``FaultFailed`` and is reverted; every revert writes ``FaultReverted``. A revert that fails is reported loudly
+and the fault stays live (the scorer keeps it live to the run end) until the final ``revert_all`` manages it.
 """
 
 from __future__ import annotations
@@ -56,15 +57,18 @@ class FaultDriver:
     warn: Callable[[str], None]
     live: dict[str, LiveFault] = field(default_factory=dict)
     failed_reverts: dict[str, str] = field(default_factory=dict)
+    # A service's own scope in the app's topology (the drivers of a run pass ``affected_scope``); a service
+    # the topology does not know adds nothing.
+    service_scope: Callable[[str], frozenset[str]] = lambda service: frozenset()
 
     def inject(self, activation: Activation) -> LiveFault | None:
         entry = self.catalog.by_id[activation.catalog_id]
         fault_id = fault_id_of(activation)
-        scope = tuple(sorted(self.catalog.scope(entry)))
         self._drifted(self.applier.reconcile(entry))  # the target as the ledger expects it, first
         t = self.now_s()
         result = self.applier.inject(entry, fault_id=fault_id)
         handle = result.handle
+        scope = tuple(sorted(self._scope(entry, handle.affected if handle else ())))
         truth = FaultInjected(
             fault_id=fault_id,
             catalog_id=entry.id,
@@ -95,6 +99,14 @@ class FaultDriver:
             Injected(fault_id=fault_id, catalog_id=entry.id, t=t, category=category, target=entry.target)
         )
         return live
+
+    def _scope(self, entry: Entry, affected: tuple[str, ...]) -> frozenset[str]:
+        """The entry's scope from the topology, widened by the scope of every other service the fault acts on
+        (the pods of a drained node): their users see the symptoms too."""
+        scope = self.catalog.scope(entry)
+        for service in affected:
+            scope |= self.service_scope(service)
+        return scope
 
     def revert(self, fault_id: str) -> None:
         live = self.live.get(fault_id)

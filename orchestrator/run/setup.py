@@ -10,11 +10,13 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from orchestrator.bundle.journal import Journal
 from orchestrator.bundle.records import Price, RunManifest, ScheduleRecord
+from orchestrator.catalog.topology import known_scope
 from orchestrator.mechanisms.applying import Applier
 from orchestrator.mechanisms.handles import Context
 from orchestrator.mechanisms.ledger import Ledger, Target
@@ -124,6 +126,7 @@ def open_session(
         driver = FaultDriver(
             applier=Applier(ctx, ledger), catalog=plan.catalog, namespace=plan.namespace,
             record=journal.append, now_s=world.now_s, events=events, warn=warn,
+            service_scope=partial(known_scope, plan.topology),
         )  # fmt: skip
         querier = PrometheusQuerier(world.prometheus.url)
         stack.callback(querier.close)
