@@ -48,28 +48,41 @@ def unattributed(bundle: Path) -> tuple[int, int]:
     return len(alerts), sum(1 for alert_id in alerts if not explained.of(alert_id))
 
 
-def noise(runs: Path) -> Figure:
-    """The share of unattributable firings over no-action marathons of every app on ``NOISE_SEEDS``."""
+def noise_figure(bundles: list[Path], what: str) -> Figure:
+    """The share of unattributable firings over the sealed no-action runs ``bundles``."""
     total = unexplained = 0
+    for bundle in bundles:
+        fired, alone = unattributed(bundle)
+        total, unexplained = total + fired, unexplained + alone
+    share = 100.0 * unexplained / total if total else 0.0
+    return Figure(
+        f"unattributable alert firings, no-action runs ({what})",
+        share,
+        "%",
+        NOISE_LIMIT_PCT,
+        shown=f"{share:.2f} % ({unexplained} of {total})",
+    )
+
+
+def noise(runs: Path) -> Figure:
+    """The noise of the pack over no-action marathons of every app on ``NOISE_SEEDS``."""
+    bundles = []
     for app in NOISE_APPS:
         for seed in NOISE_SEEDS:
             command = [*CLI, "--app", app, "--seed", str(seed), "--runs", str(runs)]
             done = subprocess.run(command, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"marathon run failed ({done.returncode}): {done.stderr[-2000:]}")
-            bundle = next(
-                line.split(": ", 1)[1] for line in done.stdout.splitlines() if line.startswith("bundle: ")
+            bundles.append(
+                Path(
+                    next(
+                        line.split(": ", 1)[1]
+                        for line in done.stdout.splitlines()
+                        if line.startswith("bundle: ")
+                    )
+                )
             )
-            fired, alone = unattributed(Path(bundle))
-            total, unexplained = total + fired, unexplained + alone
-    share = 100.0 * unexplained / total if total else 0.0
-    return Figure(
-        f"unattributable alert firings, no-action runs ({len(NOISE_APPS)} apps x seeds {NOISE_SEEDS})",
-        share,
-        "%",
-        NOISE_LIMIT_PCT,
-        shown=f"{share:.2f} % ({unexplained} of {total})",
-    )
+    return noise_figure(bundles, f"{len(NOISE_APPS)} apps x seeds {NOISE_SEEDS}")
 
 
 def bench() -> list[tuple[str, str, str] | Figure]:

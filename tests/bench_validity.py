@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.bench_alerts import noise_figure
 from tests.benchkit import Figure
 from tests.validity import APPS, ORACLE_FLOOR, SEEDS, WORKERS, Cell, problems, run_matrix
 
@@ -45,6 +46,8 @@ def bench() -> list[Any]:
             levels = " / ".join(f"{c.degradation:.0f} %" for c in found)
             shown = f"{_shown(found)} (degradation {levels}); {bad} not {claim}"
             rows.append(Figure(f"{name}: seeds not {claim}", bad, "", 1, shown=shown))
+    noop = [c.bundle for c in cells if c.agent == "noop"]
+    rows.append(noise_figure(noop, f"{len(noop)}: the 3 apps x seeds {seeds}"))
     rows.append((f"{len(cells)} full-length marathons, {WORKERS} at a time", f"{wall:.0f} s wall", ""))
     return rows
 

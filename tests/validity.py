@@ -36,6 +36,7 @@ class Cell:
     degradation: float
     faults: int
     wall_s: float
+    bundle: Path = Path()
 
 
 def run_cell(app: str, seed: int, agent: str, *, runs: Path) -> Cell:
@@ -48,10 +49,10 @@ def run_cell(app: str, seed: int, agent: str, *, runs: Path) -> Cell:
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{agent} on {app} seed {seed} failed ({done.returncode}): {done.stderr[-1500:]}")
-    line = next(line for line in done.stdout.splitlines() if line.startswith("score: "))
-    card = json.loads(Path(line.split(": ", 1)[1].split("  ", 1)[0]).read_text())
+    said = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    card = json.loads(Path(said["score"].split("  ", 1)[0]).read_text())
     return Cell(app, seed, agent, float(card["marathon_score"]), float(card["degradation_level"]),
-                int(card["faults"]), wall)  # fmt: skip
+                int(card["faults"]), wall, Path(said["bundle"]))  # fmt: skip
 
 
 def run_matrix(
