@@ -107,10 +107,17 @@ class Backend:
     def pods_of(self, service: str, namespace: str | None = None) -> list[Json]:
         """The pods a Deployment's selector picks, in name order."""
         deployment = self.deployment(service, namespace)
-        labels = deployment["spec"]["selector"].get("matchLabels", {})
-        selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
-        pods = self.kube.list_objects("Pod", namespace=namespace or self.namespace, selector=selector)
+        pods = self.kube.list_objects(
+            "Pod", namespace=namespace or self.namespace, selector=selector_of(deployment)
+        )
         return sorted(pods, key=lambda pod: str(pod["metadata"]["name"]))
+
+
+def selector_of(workload: Json) -> str:
+    """A workload's label selector as a list call takes it (``k=v,...``; its ``matchLabels``, which is what
+    the apps' workloads select by). No side effects."""
+    labels = workload["spec"]["selector"].get("matchLabels", {})
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
 def build_backend(

@@ -21,7 +21,7 @@ from orchestrator.cluster.client import ObjectRef
 from orchestrator.cluster.fields import Patch, field_patch
 from orchestrator.errors import ClusterError, InjectionError, InputError
 from orchestrator.interface import args as a
-from orchestrator.interface.backend import Backend
+from orchestrator.interface.backend import Backend, selector_of
 from orchestrator.interface.reads import flag_configmap
 from orchestrator.interface.sources import REGISTRY_NAMESPACE, SourceError, registry_configmap, split_image
 from orchestrator.interface.views import CHANGE_CAUSE, REVISION
@@ -51,9 +51,13 @@ def scale_service(backend: Backend, args: a.ScaleService) -> Outcome:
 def _owned_replicasets(backend: Backend, deployment: Json) -> list[Json]:
     uid = deployment["metadata"].get("uid")
     name = deployment["metadata"]["name"]
+    # Only the ReplicaSets its selector picks (as ``kubectl rollout`` lists them), then those it owns.
+    listed = backend.kube.list_objects(
+        "ReplicaSet", namespace=backend.namespace, selector=selector_of(deployment)
+    )
     return [
         rs
-        for rs in backend.kube.list_objects("ReplicaSet", namespace=backend.namespace)
+        for rs in listed
         if any(
             o.get("kind") == "Deployment" and (o.get("uid") == uid or o.get("name") == name)
             for o in rs["metadata"].get("ownerReferences", [])
