@@ -18,13 +18,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import yaml
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.errors import ApiStatusError
 from orchestrator.twin.apiserver import discovery
 from orchestrator.twin.apiserver.handlers import Route, dispatch, parse_route
+from orchestrator.twin.apiserver.podexec import check_exec, serve_exec
 from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
@@ -96,6 +97,9 @@ class BearerGuard:
             unauthorized = ApiStatusError(401, "Unauthorized", "Unauthorized")
             await status_response(unauthorized)(scope, receive, send)
             return
+        if scope["type"] == "websocket" and not self._carries_token(scope):
+            await send({"type": "websocket.close", "code": 1008})  # refused before the upgrade: a 403
+            return
         await self.app(scope, receive, send)
 
     def _carries_token(self, scope: Scope) -> bool:
@@ -150,6 +154,19 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
     async def missing(_request: Request) -> Response:
         raise _not_found_path()
 
+    async def pod_exec(websocket: WebSocket) -> None:
+        params = websocket.path_params
+        await serve_exec(websocket, cluster, params["namespace"], params["name"])
+
+    async def pod_exec_http(request: Request) -> Response:
+        params = request.path_params
+        check_exec(cluster, params["namespace"], params["name"], request.query_params)
+        raise AssertionError("unreachable: check_exec always refuses")
+
+    # pods/exec: the WebSocket protocols, and the refusals of a plain request; before the generic routes.
+    exec_path = "/api/v1/namespaces/{namespace}/pods/{name}/exec"
+    app.add_api_websocket_route(exec_path, pod_exec)
+    app.add_api_route(exec_path, pod_exec_http, methods=["GET", "POST"])
     app.add_api_route("/version", version, methods=["GET"])
     for path in ("/healthz", "/livez", "/readyz"):
         app.add_api_route(path, healthz, methods=["GET"])
