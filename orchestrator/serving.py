@@ -53,6 +53,7 @@ def serve_locally(
         lifespan=lifespan,
         access_log=False,
         timeout_graceful_shutdown=1,
+        ws="wsproto",  # pyproject.toml says why
         ssl_certfile=tls[0] if tls else None,
         ssl_keyfile=tls[1] if tls else None,
     )

@@ -26,6 +26,7 @@ from orchestrator.errors import ApiStatusError
 from orchestrator.twin.apiserver import discovery
 from orchestrator.twin.apiserver.handlers import Route, dispatch, parse_route
 from orchestrator.twin.apiserver.podexec import check_exec, serve_exec
+from orchestrator.twin.apiserver.portforward import check_portforward, serve_portforward
 from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
@@ -167,6 +168,19 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
     exec_path = "/api/v1/namespaces/{namespace}/pods/{name}/exec"
     app.add_api_websocket_route(exec_path, pod_exec)
     app.add_api_route(exec_path, pod_exec_http, methods=["GET", "POST"])
+
+    async def pod_portforward(websocket: WebSocket) -> None:
+        params = websocket.path_params
+        await serve_portforward(websocket, cluster, params["namespace"], params["name"])
+
+    async def pod_portforward_http(request: Request) -> Response:
+        params = request.path_params
+        check_portforward(cluster, params["namespace"], params["name"], request.query_params)
+        raise AssertionError("unreachable: check_portforward always refuses")
+
+    forward_path = "/api/v1/namespaces/{namespace}/pods/{name}/portforward"
+    app.add_api_websocket_route(forward_path, pod_portforward)
+    app.add_api_route(forward_path, pod_portforward_http, methods=["GET", "POST"])
     app.add_api_route("/version", version, methods=["GET"])
     for path in ("/healthz", "/livez", "/readyz"):
         app.add_api_route(path, healthz, methods=["GET"])

@@ -139,6 +139,7 @@ def serving(cluster: Cluster, tmp_path: Path) -> Iterator[LiveServer]:
             build_app(cluster, token=token),
             log_level="warning",
             timeout_graceful_shutdown=1,
+            ws="wsproto",
             ssl_certfile=cert,
             ssl_keyfile=key,
         )
