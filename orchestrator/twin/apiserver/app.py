@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import yaml
@@ -112,6 +112,26 @@ class BearerGuard:
         return False
 
 
+Serve = Callable[[WebSocket, Cluster, str, str], Awaitable[None]]
+Check = Callable[[Cluster, str, str, Any], None]
+
+
+def _stream_routes(app: FastAPI, cluster: Cluster, subresource: str, serve: Serve, check: Check) -> None:
+    """A pod's streaming subresource: ``serve`` a WebSocket session, ``check`` (always refusing) a plain
+    HTTP request."""
+    path = f"/api/v1/namespaces/{{namespace}}/pods/{{name}}/{subresource}"
+
+    async def over_websocket(websocket: WebSocket) -> None:
+        await serve(websocket, cluster, websocket.path_params["namespace"], websocket.path_params["name"])
+
+    async def over_http(request: Request) -> Response:
+        check(cluster, request.path_params["namespace"], request.path_params["name"], request.query_params)
+        raise AssertionError(f"unreachable: a plain {subresource} request is always refused")
+
+    app.add_api_websocket_route(path, over_websocket)
+    app.add_api_route(path, over_http, methods=["GET", "POST"])
+
+
 def build_app(cluster: Cluster, *, token: str) -> FastAPI:
     """The FastAPI app serving ``cluster`` over the Kubernetes REST conventions to holders of ``token``."""
     app = FastAPI(title="marathon twin", openapi_url=None, docs_url=None, redoc_url=None)
@@ -155,32 +175,11 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
     async def missing(_request: Request) -> Response:
         raise _not_found_path()
 
-    async def pod_exec(websocket: WebSocket) -> None:
-        params = websocket.path_params
-        await serve_exec(websocket, cluster, params["namespace"], params["name"])
-
-    async def pod_exec_http(request: Request) -> Response:
-        params = request.path_params
-        check_exec(cluster, params["namespace"], params["name"], request.query_params)
-        raise AssertionError("unreachable: check_exec always refuses")
-
-    # pods/exec: the WebSocket protocols, and the refusals of a plain request; before the generic routes.
-    exec_path = "/api/v1/namespaces/{namespace}/pods/{name}/exec"
-    app.add_api_websocket_route(exec_path, pod_exec)
-    app.add_api_route(exec_path, pod_exec_http, methods=["GET", "POST"])
-
-    async def pod_portforward(websocket: WebSocket) -> None:
-        params = websocket.path_params
-        await serve_portforward(websocket, cluster, params["namespace"], params["name"])
-
-    async def pod_portforward_http(request: Request) -> Response:
-        params = request.path_params
-        check_portforward(cluster, params["namespace"], params["name"], request.query_params)
-        raise AssertionError("unreachable: check_portforward always refuses")
-
-    forward_path = "/api/v1/namespaces/{namespace}/pods/{name}/portforward"
-    app.add_api_websocket_route(forward_path, pod_portforward)
-    app.add_api_route(forward_path, pod_portforward_http, methods=["GET", "POST"])
+    # pods/exec and pods/portforward: their WebSocket protocols, and the refusals of a plain request (no
+    # upgrade, or SPDY's own, which the twin does not speak); added before the generic routes.
+    for subresource, serve, check in (("exec", serve_exec, check_exec),
+                                      ("portforward", serve_portforward, check_portforward)):  # fmt: skip
+        _stream_routes(app, cluster, subresource, serve, check)
     app.add_api_route("/version", version, methods=["GET"])
     for path in ("/healthz", "/livez", "/readyz"):
         app.add_api_route(path, healthz, methods=["GET"])
