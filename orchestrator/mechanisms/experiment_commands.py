@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.errors import CatalogError, ConfigError
-from orchestrator.mechanisms.experiments import experiment
+from orchestrator.mechanisms.experiments import DEFAULT_HOLD_S, experiment
 from orchestrator.mechanisms.registry import mechanism_of
 
 Json = dict[str, Any]
@@ -32,7 +33,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export.add_argument("catalog_id", metavar="CATALOG_ID")
     export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
     export.add_argument("--chaos-namespace", default="chaos-mesh", help="where chaos objects go")
-    export.add_argument("--prometheus", default="http://127.0.0.1:9090", help="Prometheus base URL")
+    export.add_argument(
+        "--prometheus", default="http://127.0.0.1:9090",
+        help="base URL of the Prometheus holding the cluster's telemetry (the one a served twin writes to)",
+    )  # fmt: skip
+    export.add_argument(
+        "--duration", type=float, default=DEFAULT_HOLD_S, metavar="SECONDS",
+        help=f"how long the method holds the fault before the rollbacks (default {DEFAULT_HOLD_S:g})",
+    )  # fmt: skip
     export.add_argument("--root", type=Path, default=None, help="project root (default: this checkout)")
     export.set_defaults(func=export_ctk_command)
 
@@ -56,6 +64,8 @@ def baseline_object(entry: Entry, *, namespace: str, root: Path) -> Json | None:
 
 
 def export_ctk_command(args: argparse.Namespace) -> int:
+    if not (args.duration > 0 and math.isfinite(args.duration)):
+        raise ConfigError(f"--duration must be a positive number of seconds, got {args.duration}")
     root: Path = args.root or default_root()
     catalog = load_catalog(root=root)
     entry = catalog.by_id.get(args.catalog_id)
@@ -68,6 +78,7 @@ def export_ctk_command(args: argparse.Namespace) -> int:
         chaos_namespace=args.chaos_namespace,
         prometheus_url=args.prometheus,
         baseline=baseline_object(entry, namespace=topology.namespace, root=root),
+        hold_s=args.duration,
     )
     text = json.dumps(document, indent=2, sort_keys=True) + "\n"
     if args.output is None:

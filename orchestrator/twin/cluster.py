@@ -47,6 +47,9 @@ MAX_PODS_PER_NODE = 110
 SYSTEM_NAMESPACE = "kube-system"
 # Namespaces the API server refuses to delete (the NamespaceLifecycle admission plugin's immortal ones).
 IMMORTAL_NAMESPACES = frozenset({"default", SYSTEM_NAMESPACE, "kube-public"})
+# The twin serves Chaos Mesh's kinds, so it boots as a cluster with Chaos Mesh installed: its namespace is
+# there (an ordinary one), where chaos objects are created.
+CHAOS_MESH_NAMESPACE = "chaos-mesh"
 
 
 class Cluster:
@@ -101,7 +104,7 @@ class Cluster:
         # given, never seeded, so two twins of one seed are two clusters; kube-system cannot be deleted,
         # so the uid lasts as long as the twin.
         self.identity = identity if identity is not None else str(uuid.UUID(bytes=os.urandom(16), version=4))
-        for namespace in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        for namespace in ("default", "kube-system", "kube-public", "kube-node-lease", CHAOS_MESH_NAMESPACE):
             if namespace == SYSTEM_NAMESPACE:
                 self.store.create(NAMESPACES, _namespace_object(namespace), uid=self.identity)
             else:

@@ -63,3 +63,31 @@ def test_export_ctk_keeps_a_peer_written_as_a_selector_in_the_app_namespace(
         "selector": {"namespaces": ["online-boutique"], "labelSelectors": {"app": "redis-cart"}},
     }
     assert spec["direction"] == "both"
+
+
+def test_export_ctk_holds_the_fault_for_the_duration_given_and_queries_the_prometheus_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "catalog",
+        "export-ctk",
+        "ob-cart-redis-latency",
+        "--duration",
+        "12",
+        "--prometheus",
+        "http://p:1",
+    ]
+    assert main(argv) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["method"][0]["pauses"] == {"after": 12.0}
+    assert document["configuration"]["prometheus_base_url"] == "http://p:1"
+
+
+@pytest.mark.parametrize("duration", ["0", "-5", "nan", "inf"])
+def test_export_ctk_refuses_a_duration_that_is_not_a_positive_number_of_seconds(
+    duration: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["catalog", "export-ctk", "ob-cart-redis-latency", "--duration", duration]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "--duration" in captured.err and duration in captured.err

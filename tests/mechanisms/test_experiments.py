@@ -59,6 +59,30 @@ def test_a_network_delay_becomes_a_chaos_mesh_object_with_a_delete_rollback() ->
     assert 'namespace="online-boutique"' in query and query.endswith("< bool 800.0")
 
 
+def test_the_method_holds_the_fault_for_its_duration_then_records_the_symptom_and_always_rolls_back() -> None:
+    document = experiment(
+        _network_delay(),
+        namespace="online-boutique",
+        chaos_namespace="chaos",
+        prometheus_url="http://127.0.0.1:9",
+        hold_s=42.0,
+    )
+    (create, probe) = document["method"]
+    assert create["pauses"] == {"after": 42.0}
+    assert "pauses" not in probe and probe["type"] == "probe"
+    query = probe["provider"]["arguments"]["query"]
+    assert query.startswith("scalar(histogram_quantile(0.99") and "bool" not in query
+    assert document["configuration"] == {"prometheus_base_url": "http://127.0.0.1:9"}
+    assert document["runtime"] == {"rollbacks": {"strategy": "always"}}
+
+
+def test_without_a_duration_the_method_holds_the_fault_as_long_as_admission_does() -> None:
+    document = experiment(
+        _network_delay(), namespace="online-boutique", chaos_namespace="chaos", prometheus_url="http://x"
+    )
+    assert document["method"][0]["pauses"] == {"after": 300.0}
+
+
 @pytest.mark.skipif(not CHAOS.exists(), reason="the chaostoolkit CLI is not installed")
 def test_the_exported_network_delay_experiment_passes_chaos_validate(tmp_path: Path) -> None:
     path = tmp_path / "experiment.json"

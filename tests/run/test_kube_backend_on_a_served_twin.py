@@ -16,8 +16,9 @@ from orchestrator.bundle.verify import verify_bundle
 from tests.api.bundles import unreverted
 from tests.api.cluster import separate_cluster
 
-# Two faults in the first minute, ten-second boundaries, two more minutes to see them raise alerts.
-SHORT = ["--faults", "2", "--delta", "10", "--injection-period", "60", "--observation-period", "120"]
+# Five faults in the first minute (chaos objects and a setting), ten-second boundaries, two more minutes to
+# see them raise alerts.
+SHORT = ["--faults", "5", "--delta", "10", "--injection-period", "60", "--observation-period", "120"]
 
 
 @pytest.mark.slow
@@ -36,7 +37,7 @@ def test_a_kube_backend_marathon_on_a_served_twin_records_alerts_reverts_and_ver
     verification = verify_bundle(bundle)
     assert verification.ok, verification.findings
     loaded = read_bundle(bundle)
-    assert loaded.manifest.schedule_params["backend"] == "kube" and len(loaded.injected) == 2
+    assert loaded.manifest.schedule_params["backend"] == "kube" and len(loaded.injected) == 5
     assert unreverted(bundle) == []
     assert loaded.alerts, "no alert recorded: the twin's series are not where Prometheus is queried"
     score = json.loads((bundle.parent / "score.json").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""The twin's runtime verdicts, scrape buffer, step clock and Jaeger answers, each on its own."""
+"""The twin's runtime verdicts, scrape buffer, step clock, Jaeger answers and boot namespaces, one by one."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import pytest
 
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.clock import StepClock
+from orchestrator.twin.cluster import CHAOS_MESH_NAMESPACE, IMMORTAL_NAMESPACES, Cluster
 from orchestrator.twin.model.spans import Span, Trace
 from orchestrator.twin.observe.telemetry import Telemetry, timestamp_ms
 from orchestrator.twin.observe.traces import jaeger_trace
 from orchestrator.twin.runtime import ModelRuntime
+from orchestrator.twin.store import NAMESPACES
 from orchestrator.twin.timefmt import FIXED_EPOCH
+from tests.twin.api.support import NODES, ScriptedRuntime
 from tests.twin.model.worlds import (
     OB_APP,
     chaos,
@@ -121,3 +124,10 @@ def test_a_remote_write_that_fails_is_reported_by_flush() -> None:
             telemetry.flush()
     finally:
         telemetry.close()
+
+
+def test_a_twin_boots_with_chaos_meshs_namespace_an_ordinary_one_as_a_cluster_with_chaos_mesh_has() -> None:
+    cluster = Cluster(seed=1, nodes=NODES, runtime=ScriptedRuntime())
+    names = {obj["metadata"]["name"] for obj in cluster.store.list(NAMESPACES)}
+    assert names == {"default", "kube-system", "kube-public", "kube-node-lease", CHAOS_MESH_NAMESPACE}
+    assert CHAOS_MESH_NAMESPACE == "chaos-mesh" and CHAOS_MESH_NAMESPACE not in IMMORTAL_NAMESPACES
