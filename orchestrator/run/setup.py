@@ -5,6 +5,7 @@ server, the metering proxy and the agent process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -82,7 +83,23 @@ def manifest_of(config: RunConfig, plan: RunPlan, *, run_id: str, command: list[
     )
 
 
+def _preload(*, tools: bool) -> None:
+    """Import what the run needs next (the Kubernetes client's API classes, the tool server) while the main
+    thread waits for its Prometheus to become ready: the same imports, done during an idle wait rather than
+    after it. Nothing here changes what the run does."""
+    with contextlib.suppress(Exception):  # a failing import fails again, loudly, where it is needed
+        from kubernetes import client
+
+        for api in ("CoreV1Api", "AppsV1Api", "BatchV1Api", "CustomObjectsApi"):
+            getattr(client, api)  # the client loads each API module on first use
+        if tools:
+            import orchestrator.interface.server  # noqa: F401
+
+
 def _start_world(config: RunConfig, run_dir: Path) -> World:
+    threading.Thread(
+        target=_preload, kwargs={"tools": config.role != "baseline"}, name="preload", daemon=True
+    ).start()
     if config.backend == "kube":
         assert config.kubeconfig is not None and config.prometheus_url is not None
         return connect_kube_world(kubeconfig=config.kubeconfig, prometheus_url=config.prometheus_url)
