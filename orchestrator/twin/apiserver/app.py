@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.apiserver import discovery
+from orchestrator.twin.apiserver import discovery, protobuf
 from orchestrator.twin.apiserver.handlers import Route, dispatch, parse_route
 from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import Cluster
@@ -72,6 +72,8 @@ async def read_body(request: Request) -> tuple[Any, str]:
     media = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if not raw.strip():
         return None, media
+    if media == protobuf.MEDIA_TYPE:
+        return protobuf.decode(raw), "application/json"
     try:
         if media in _YAML_TYPES:
             return yaml.safe_load(raw), media
