@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.apiserver import discovery, protobuf
+from orchestrator.twin.apiserver import discovery, openapi, protobuf
 from orchestrator.twin.apiserver.handlers import Route, dispatch, parse_route
 from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import Cluster
@@ -149,9 +149,6 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
         params = request.path_params
         return await _serve(cluster, request, params["group"], params["version"], params.get("rest", ""))
 
-    async def missing(_request: Request) -> Response:
-        raise _not_found_path()
-
     app.add_api_route("/version", version, methods=["GET"])
     for path in ("/healthz", "/livez", "/readyz"):
         app.add_api_route(path, healthz, methods=["GET"])
@@ -163,16 +160,24 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
     app.add_api_route("/apis/{group}/{version}", named, methods=_METHODS)
     app.add_api_route("/apis/{group}/{version}/{rest:path}", named, methods=_METHODS)
 
-    async def openapi_index(_request: Request) -> JSONResponse:
-        return JSONResponse(discovery.openapi_v3_index())
+    async def openapi_v2(request: Request) -> Response:
+        # Go clients ask for the protobuf form only; without it they carry on as against a server
+        # that publishes no v2 document. JSON readers get the definitions.
+        accept = request.headers.get("accept", "")
+        if "json" not in accept and "*/*" not in accept:
+            raise _not_found_path()
+        return Response(openapi.v2_document(), media_type="application/json")
 
-    async def openapi_document(request: Request) -> JSONResponse:
-        document = discovery.openapi_v3_document(request.path_params["rest"])
+    async def openapi_index(_request: Request) -> JSONResponse:
+        return JSONResponse(openapi.v3_index())
+
+    async def openapi_document(request: Request) -> Response:
+        document = openapi.v3_documents().get(request.path_params["rest"].strip("/"))
         if document is None:
             raise _not_found_path()
-        return JSONResponse(document)
+        return Response(document, media_type="application/json")
 
-    app.add_api_route("/openapi/v2", missing, methods=["GET"])
+    app.add_api_route("/openapi/v2", openapi_v2, methods=["GET"])
     app.add_api_route("/openapi/v3", openapi_index, methods=["GET"])
     app.add_api_route("/openapi/v3/{rest:path}", openapi_document, methods=["GET"])
     return app
@@ -198,9 +203,19 @@ async def _serve(cluster: Cluster, request: Request, group: str, version: str, r
         result = dispatch(
             cluster, route, request.method, dict(query), body, media, accept=request.headers.get("accept", "")
         )
+    response: Response
     if isinstance(result.body, str):
-        return PlainTextResponse(result.body, status_code=result.code)
-    return JSONResponse(result.body, status_code=result.code)
+        response = PlainTextResponse(result.body, status_code=result.code)
+    else:
+        response = JSONResponse(result.body, status_code=result.code)
+    for warning in result.warnings:
+        response.headers.append("Warning", f'299 - "{_quoted(warning)}"')
+    return response
+
+
+def _quoted(text: str) -> str:
+    """The text of a Warning header's quoted string (RFC 7234): backslash and double quote escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _watch(cluster: Cluster, request: Request, route: Route) -> StreamingResponse:
