@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.errors import ApiStatusError
+from orchestrator.twin.apiserver import openapi
 from orchestrator.twin.apiserver.patching import json_patch, merge_patch, strategic_merge_patch
 from orchestrator.twin.apiserver.subresources import pod_log, scale_of, set_scale
 from orchestrator.twin.apiserver.tables import table, wants_table
@@ -42,6 +43,7 @@ class Route:
 class Result:
     code: int
     body: Obj | str
+    warnings: tuple[str, ...] = ()  # each sent as a ``Warning: 299 - "..."`` header
 
 
 def parse_route(group: str, version: str, segments: list[str]) -> Route | None:
@@ -69,7 +71,45 @@ def _method_not_allowed(method: str) -> ApiStatusError:
     )
 
 
+_FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+def _field_validation(route: Route, method: str, query: dict[str, str], body: Any, media: str) -> list[str]:
+    """``fieldValidation`` of a write: unknown fields are dropped from the body (a whole object or a merge
+    patch), refused with the decoder's message under ``Strict``, reported as warnings under ``Warn`` (the
+    default, as on a kube-apiserver), silently dropped under ``Ignore``."""
+    if method not in ("POST", "PUT", "PATCH") or not isinstance(body, dict) or route.subresource == "scale":
+        return []
+    if media == "application/json-patch+json" or (route.subresource == "eviction"):
+        return []
+    mode = query.get("fieldValidation") or "Warn"
+    if mode not in _FIELD_VALIDATION:
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f'fieldValidation parameter must be one of "Ignore", "Warn", or "Strict", got "{mode}"',
+        )
+    unknown = [f'unknown field "{path}"' for path in openapi.drop_unknown_fields(route.rtype, body)]
+    if unknown and mode == "Strict":
+        kind, version = route.rtype.kind, route.rtype.version
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+            f"strict decoding error: {', '.join(unknown)}",
+        )
+    return unknown if mode == "Warn" else []
+
+
 def dispatch(
+    cluster: Cluster, route: Route, method: str, query: dict[str, str], body: Any, media: str, *, accept: str
+) -> Result:
+    warnings = _field_validation(route, method, query, body, media)
+    result = _dispatch(cluster, route, method, query, body, media, accept=accept)
+    return replace(result, warnings=tuple(warnings)) if warnings else result
+
+
+def _dispatch(
     cluster: Cluster, route: Route, method: str, query: dict[str, str], body: Any, media: str, *, accept: str
 ) -> Result:
     if route.name is None:
