@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.apiserver import discovery, openapi, protobuf
+from orchestrator.twin.apiserver import discovery, openapi, protobuf, reviews
 from orchestrator.twin.apiserver.handlers import Route, dispatch, parse_route
 from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import Cluster
@@ -147,6 +147,10 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
 
     async def named(request: Request) -> Response:
         params = request.path_params
+        review = reviews.kind_of(params["group"], params["version"], params.get("rest", ""))
+        if review is not None and request.method == "POST":
+            body, _media = await read_body(request)
+            return JSONResponse(reviews.answer(review, body), status_code=201)
         return await _serve(cluster, request, params["group"], params["version"], params.get("rest", ""))
 
     app.add_api_route("/version", version, methods=["GET"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.twin.apiserver import reviews
 from orchestrator.twin.resources import KUBERNETES_VERSION, RESOURCE_TYPES, ResourceType
 
 _SUBRESOURCE_VERBS = {
@@ -43,6 +44,9 @@ def groups() -> list[tuple[str, str]]:
     for rtype in RESOURCE_TYPES:
         if rtype.group and (rtype.group, rtype.version) not in seen:
             seen.append((rtype.group, rtype.version))
+    for group, group_version, _plural, _kind in reviews.REVIEWS:
+        if (group, group_version) not in seen:
+            seen.append((group, group_version))
     return seen
 
 
@@ -96,6 +100,7 @@ def resource_list(group: str, group_version: str) -> dict[str, Any] | None:
             if sub == "eviction":
                 item.update({"group": "policy", "version": "v1", "kind": "Eviction"})
             resources.append(item)
+    resources.extend(reviews.discovery_entries(group, group_version))
     if not resources:
         return None
     return {
