@@ -1,0 +1,209 @@
+"""An operator's kubectl session against the twin, with the newest kubectl on the machine: the verbs whose
+requests a real kube-apiserver reads in ways the twin first did not (protobuf bodies, OpenAPI schemas,
+strict field validation, self access reviews, event ages on the wall clock)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from orchestrator.twin import timefmt
+from orchestrator.twin.apiserver import protobuf
+from orchestrator.twin.cluster import Cluster
+from orchestrator.twin.resources import by_plural
+from orchestrator.twin.store import DEPLOYMENTS, NAMESPACES
+from tests.twin.api.support import NAMESPACE, NODES, LiveServer, ScriptedRuntime, run, serving, shop_manifests
+
+
+def _newest_kubectl() -> str | None:
+    """kubectl 1.32+ when installed beside the one on PATH (a version dispatcher picks the server's minor,
+    whose clients still send JSON), else the one on PATH."""
+    found = shutil.which("kubectl")
+    if found is None:
+        return None
+    real = Path(found).resolve()
+    for minor in range(40, 31, -1):
+        sibling = real.with_name(f"kubectl.1.{minor}")
+        if sibling.is_file():
+            return str(sibling)
+    return found
+
+
+CONFIGMAPS, SECRETS = by_plural("", "configmaps"), by_plural("", "secrets")
+KUBECTL = _newest_kubectl()
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
+
+
+def _minor() -> int:
+    assert KUBECTL is not None
+    shown = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True, text=True)
+    return int(re.sub(r"\D", "", json.loads(shown.stdout)["clientVersion"]["minor"]) or 0)
+
+
+def kubectl(server: LiveServer, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    assert KUBECTL is not None
+    cache = server.kubeconfig.parent / "kube-cache"
+    done = subprocess.run(
+        [KUBECTL, "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(cache), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_create_sends_protobuf_bodies_the_twin_stores_as_their_json_form(server: LiveServer) -> None:
+    made = kubectl(
+        server, "create", "deployment", "web", "--image=nginx:1.27", "--replicas=0", "--port=80", "-v=8"
+    )
+    assert "deployment.apps/web created" in made.stdout
+    if _minor() >= 32:  # the typed clients of 1.32 encode built-in kinds as protobuf
+        assert "Content-Type: application/vnd.kubernetes.protobuf" in made.stderr
+    kubectl(server, "create", "configmap", "flags", "--from-literal=mode=fast", "--from-literal=empty=")
+    kubectl(server, "create", "namespace", "staging")
+    kubectl(server, "create", "secret", "generic", "db", "--from-literal=password=hunter2")
+    store = server.cluster.store
+    assert CONFIGMAPS is not None and SECRETS is not None
+    web = store.get(DEPLOYMENTS, NAMESPACE, "web")
+    assert web["spec"]["replicas"] == 0  # an explicit zero survives decoding
+    container = web["spec"]["template"]["spec"]["containers"][0]
+    assert (container["image"], container["ports"][0]["containerPort"]) == ("nginx:1.27", 80)
+    assert web["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": "25%", "maxUnavailable": "25%"}
+    assert store.get(CONFIGMAPS, NAMESPACE, "flags")["data"] == {"mode": "fast", "empty": ""}
+    assert store.get(SECRETS, NAMESPACE, "db")["data"] == {"password": "aHVudGVyMg=="}
+    assert store.get(NAMESPACES, "", "staging")["metadata"]["name"] == "staging"
+    assert kubectl(server, "get", "ns", "staging", "--no-headers").stdout.split()[:2] == ["staging", "Active"]
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    assert number < 16 and len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def test_a_protobuf_body_decodes_to_the_json_object_and_unknown_kinds_are_415() -> None:
+    meta = _field(1, b"flags") + _field(3, b"shop")
+    entry = _field(1, b"mode") + _field(2, b"fast")
+    config_map = _field(1, meta) + _field(2, entry)
+    type_meta = _field(1, b"v1") + _field(2, b"ConfigMap")
+    body = protobuf.MAGIC + _field(1, type_meta) + _field(2, config_map)
+    assert protobuf.decode(body) == {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"name": "flags", "namespace": "shop"},
+        "data": {"mode": "fast"},
+    }
+    chaos = protobuf.MAGIC + _field(1, _field(1, b"chaos-mesh.org/v1alpha1") + _field(2, b"PodChaos"))
+    with pytest.raises(Exception, match="unknown format") as refused:
+        protobuf.decode(chaos)
+    assert getattr(refused.value, "code", None) == 415
+
+
+def test_explain_reads_the_official_schemas(server: LiveServer) -> None:
+    replicas = kubectl(server, "explain", "deployment.spec.replicas").stdout
+    assert "FIELD: replicas <integer>" in replicas and "Number of desired pods" in replicas
+    assert (
+        "FIELD: maxSurge <IntOrString>"
+        in kubectl(server, "explain", "deploy.spec.strategy.rollingUpdate.maxSurge").stdout
+    )
+    resources = kubectl(server, "explain", "pod.spec.containers.resources").stdout
+    assert "limits\t<map[string]Quantity>" in resources
+    assert "FIELD: data <map[string]string>" in kubectl(server, "explain", "configmap.data").stdout
+    svc = kubectl(server, "explain", "svc.spec", "--recursive").stdout
+    assert "clusterIP\t<string>" in svc and "targetPort\t<IntOrString>" in svc
+
+
+BAD = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: bad
+spec:
+  foo: 1
+  selector: {matchLabels: {app: bad}}
+  template:
+    metadata: {labels: {app: bad}}
+    spec:
+      containers:
+      - {name: c, image: nginx, bogus: true}
+"""
+
+
+def test_strict_field_validation_refuses_unknown_fields_warn_drops_them(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(BAD)
+    refused = kubectl(server, "apply", "-f", str(manifest), check=False)
+    assert refused.returncode == 1
+    assert (
+        'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+        'unknown field "spec.foo", unknown field "spec.template.spec.containers[0].bogus"'
+    ) in refused.stderr
+    assert server.cluster.store.find(DEPLOYMENTS, NAMESPACE, "bad") is None
+    warned = kubectl(server, "apply", "--validate=warn", "-f", str(manifest))
+    assert 'Warning: unknown field "spec.foo"' in warned.stderr
+    assert 'Warning: unknown field "spec.template.spec.containers[0].bogus"' in warned.stderr
+    stored = server.cluster.store.get(DEPLOYMENTS, NAMESPACE, "bad")
+    assert "foo" not in stored["spec"] and "bogus" not in stored["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_field_validation_over_http(server: LiveServer) -> None:
+    credentials = server.credentials
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "datta": {"a": "b"}}
+    url = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+    with httpx.Client(
+        base_url=server.url, headers=credentials.headers, verify=credentials.ssl_context()
+    ) as http:
+        strict = http.post(url, params={"fieldValidation": "Strict"}, json=config_map)
+        assert strict.status_code == 400 and strict.json()["reason"] == "BadRequest"
+        assert strict.json()["message"].endswith('strict decoding error: unknown field "datta"')
+        warn = http.post(url, json=config_map)  # Warn is the default
+        assert warn.status_code == 201 and "datta" not in warn.json()
+        assert warn.headers.get_list("warning") == ['299 - "unknown field \\"datta\\""']
+        ignored = http.post(
+            url, params={"fieldValidation": "Ignore"}, json={**config_map, "metadata": {"name": "y"}}
+        )
+        assert (
+            ignored.status_code == 201 and "warning" not in ignored.headers and "datta" not in ignored.json()
+        )
+        wrong = http.post(url, params={"fieldValidation": "Loose"}, json=config_map)
+        assert wrong.status_code == 400
+
+
+def test_auth_can_i_and_whoami_answer_for_the_administrator(server: LiveServer) -> None:
+    assert kubectl(server, "auth", "can-i", "create", "deployments").stdout.strip() == "yes"
+    assert kubectl(server, "auth", "can-i", "delete", "pods", "-n", "kube-system").stdout.strip() == "yes"
+    assert kubectl(server, "auth", "can-i", "get", "/healthz").stdout.strip() == "yes"
+    rules = kubectl(server, "auth", "can-i", "--list").stdout.splitlines()
+    assert rules[1].split() == ["*.*", "[]", "[]", "[*]"]
+    who = kubectl(server, "auth", "whoami").stdout
+    assert re.search(r"Username\s+twin-admin", who) and "system:masters" in who
+
+
+@pytest.fixture
+def wall_clock_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveServer]:
+    """A twin whose epoch is a minute before the wall clock, as ``marathon twin serve`` starts one."""
+    monkeypatch.setattr(timefmt, "EPOCH", (datetime.now(UTC) - timedelta(seconds=60)).replace(microsecond=0))
+    made = Cluster(seed=11, nodes=NODES, runtime=ScriptedRuntime())
+    made.apply_manifests(shop_manifests())
+    run(made, 20)
+    with serving(made, tmp_path) as live:
+        yield live
+
+
+def test_describe_pod_shows_events_aged_on_the_wall_clock(wall_clock_server: LiveServer) -> None:
+    text = kubectl(wall_clock_server, "describe", "pod", "-l", "app=cart").stdout
+    events = text.split("\nEvents:\n", 1)[1].splitlines()[2:]
+    ages = {line.split()[1]: line.split()[2] for line in events if line.strip()}
+    assert {"Scheduled", "Pulling", "Pulled", "Created", "Started"} <= set(ages)
+    for reason, age in ages.items():
+        assert re.fullmatch(r"(\d+s|\d+m\d*s?)", age), (reason, age)  # seconds or minutes, never days
