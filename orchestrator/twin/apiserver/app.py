@@ -205,7 +205,14 @@ async def _serve(cluster: Cluster, request: Request, group: str, version: str, r
     body, media = (None, "") if request.method == "GET" else await read_body(request)
     with cluster.lock:
         result = dispatch(
-            cluster, route, request.method, dict(query), body, media, accept=request.headers.get("accept", "")
+            cluster,
+            route,
+            request.method,
+            dict(query),
+            body,
+            media,
+            accept=request.headers.get("accept", ""),
+            user_agent=request.headers.get("user-agent", ""),
         )
     response: Response
     if isinstance(result.body, str):

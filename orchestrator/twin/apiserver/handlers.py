@@ -7,12 +7,13 @@ body to send. It runs under ``cluster.lock`` and raises ``ApiStatusError`` for e
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.apiserver import openapi
+from orchestrator.twin.apiserver import managedfields, openapi
 from orchestrator.twin.apiserver.patching import json_patch, merge_patch, strategic_merge_patch
 from orchestrator.twin.apiserver.subresources import pod_log, scale_of, set_scale
 from orchestrator.twin.apiserver.tables import table, wants_table
@@ -102,9 +103,20 @@ def _field_validation(route: Route, method: str, query: dict[str, str], body: An
 
 
 def dispatch(
-    cluster: Cluster, route: Route, method: str, query: dict[str, str], body: Any, media: str, *, accept: str
+    cluster: Cluster,
+    route: Route,
+    method: str,
+    query: dict[str, str],
+    body: Any,
+    media: str,
+    *,
+    accept: str,
+    user_agent: str = "",
 ) -> Result:
     warnings = _field_validation(route, method, query, body, media)
+    writes = method in ("POST", "PUT") or (method == "PATCH" and media != "application/apply-patch+yaml")
+    if writes and route.subresource is None and "dryRun" not in query:
+        query = {**query, "fieldManager": managedfields.manager_of(query, user_agent)}
     result = _dispatch(cluster, route, method, query, body, media, accept=accept)
     return replace(result, warnings=tuple(warnings)) if warnings else result
 
@@ -116,7 +128,11 @@ def _dispatch(
         if method == "GET":
             return _list(cluster, route, query, accept)
         if method == "POST":
-            return _create(cluster, route, body, dry_run="dryRun" in query)
+            created = _create(cluster, route, body, dry_run="dryRun" in query)
+            if "fieldManager" in query and isinstance(created.body, dict):
+                manager = query["fieldManager"]
+                managedfields.update(route.rtype, None, created.body, manager=manager, now=cluster.now)
+            return created
         if method == "DELETE":
             return _delete_collection(cluster, route, query)
         raise _method_not_allowed(method)
@@ -144,12 +160,13 @@ def _dispatch(
                 ),
             )
         return Result(200, obj)
+    writer = query.get("fieldManager")
     if method == "PUT":
-        return _replace(cluster, route, body, dry_run="dryRun" in query)
+        return _replace(cluster, route, body, dry_run="dryRun" in query, manager=writer)
     if method == "PATCH":
         if media == "application/apply-patch+yaml":
             return _apply(cluster, route, query, body, dry_run="dryRun" in query)
-        return _patch(cluster, route, body, media, dry_run="dryRun" in query)
+        return _patch(cluster, route, body, media, dry_run="dryRun" in query, manager=writer)
     if method == "DELETE":
         return _delete(cluster, route, query, body)
     raise _method_not_allowed(method)
@@ -270,10 +287,13 @@ def _check_identity(route: Route, obj: Obj) -> None:
         meta["namespace"] = route.namespace
 
 
-def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool) -> Obj:
+def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool, manager: str | None = None) -> Obj:
     _check_identity(route, obj)
     if route.subresource == "scale":
         return set_scale(cluster, route, obj, dry_run=dry_run)
+    if manager is not None and route.subresource is None:
+        current = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
+        managedfields.update(route.rtype, current, obj, manager=manager, now=cluster.now)
     if dry_run:
         old = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
 
@@ -288,16 +308,20 @@ def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool) -> Obj:
     return stored
 
 
-def _replace(cluster: Cluster, route: Route, body: Any, *, dry_run: bool) -> Result:
+def _replace(
+    cluster: Cluster, route: Route, body: Any, *, dry_run: bool, manager: str | None = None
+) -> Result:
     if route.subresource == "scale":
         if not isinstance(body, dict):
             raise ApiStatusError(400, "BadRequest", 'Scale in version "v1" cannot be handled as a Scale')
         return Result(200, _write(cluster, route, body, dry_run=dry_run))
     obj = _require_object(route.rtype, body)
-    return Result(200, _write(cluster, route, obj, dry_run=dry_run))
+    return Result(200, _write(cluster, route, obj, dry_run=dry_run, manager=manager))
 
 
-def _patch(cluster: Cluster, route: Route, body: Any, media: str, *, dry_run: bool) -> Result:
+def _patch(
+    cluster: Cluster, route: Route, body: Any, media: str, *, dry_run: bool, manager: str | None = None
+) -> Result:
     if media not in _PATCH_TYPES:
         raise ApiStatusError(
             415,
@@ -332,29 +356,40 @@ def _patch(cluster: Cluster, route: Route, body: Any, media: str, *, dry_run: bo
     if isinstance(meta, dict) and meta.get("resourceVersion") == target["metadata"].get("resourceVersion"):
         # A patch is unconditional unless it names a resourceVersion itself.
         meta.pop("resourceVersion", None)
-    return Result(200, _write(cluster, route, patched, dry_run=dry_run))
+    return Result(200, _write(cluster, route, patched, dry_run=dry_run, manager=manager))
 
 
 def _apply(cluster: Cluster, route: Route, query: dict[str, str], body: Any, *, dry_run: bool) -> Result:
-    """Server-side apply, simplified: create when missing, else merge the applied fields in.
-
-    Field ownership is not tracked, so fields dropped from a later apply are kept rather than removed.
-    """
-    if not query.get("fieldManager"):
+    """Server-side apply: create when missing, else merge the configuration in; ``managedfields`` keeps
+    who owns what, refuses another manager's fields with a 409 unless ``force``, and removes the fields
+    the manager applied before and no longer applies."""
+    manager = query.get("fieldManager")
+    if not manager:
         raise ApiStatusError(400, "BadRequest", "PATCH /apply requests require fieldManager")
     if route.subresource is not None:
         raise _method_not_allowed("PATCH")
     obj = _require_object(route.rtype, body)
     _check_identity(route, obj)
-    current = cluster.store.find(route.rtype, route.namespace or "", route.name or "")
+    config = copy.deepcopy(obj)
+    force = query.get("force") in ("true", "1")
+    rtype = route.rtype
+    current = cluster.store.find(rtype, route.namespace or "", route.name or "")
     if current is None:
-        return _create(cluster, Route(route.rtype, route.namespace, None, None), obj, dry_run=dry_run)
-    media = (
-        "application/merge-patch+json"
-        if route.rtype.group == "chaos-mesh.org"
-        else "application/strategic-merge-patch+json"
-    )
-    return _patch(cluster, route, obj, media, dry_run=dry_run)
+        created = _create(cluster, Route(rtype, route.namespace, None, None), obj, dry_run=dry_run)
+        if isinstance(created.body, dict):
+            managedfields.apply(
+                rtype, None, config, created.body, manager=manager, force=force, now=cluster.now
+            )
+        return created
+    if rtype.group == "chaos-mesh.org":
+        merged = merge_patch(current, obj)
+    else:
+        merged = _guard(rtype, lambda: strategic_merge_patch(current, obj))
+    managedfields.apply(rtype, current, config, merged, manager=manager, force=force, now=cluster.now)
+    meta = merged.get("metadata")
+    if isinstance(meta, dict) and meta.get("resourceVersion") == current["metadata"].get("resourceVersion"):
+        meta.pop("resourceVersion", None)
+    return Result(200, _write(cluster, route, merged, dry_run=dry_run))
 
 
 def _evict(cluster: Cluster, route: Route) -> Result:

@@ -207,3 +207,53 @@ def test_describe_pod_shows_events_aged_on_the_wall_clock(wall_clock_server: Liv
     assert {"Scheduled", "Pulling", "Pulled", "Created", "Started"} <= set(ages)
     for reason, age in ages.items():
         assert re.fullmatch(r"(\d+s|\d+m\d*s?)", age), (reason, age)  # seconds or minutes, never days
+
+
+FLAGS = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: flags
+  labels: {{team: shop}}
+data:
+  mode: {mode}
+  owner: {owner}
+"""
+
+
+def test_server_side_apply_keeps_managed_fields_and_refuses_another_managers_field(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "flags.yaml"
+    manifest.write_text(FLAGS.format(mode="fast", owner="alice"))
+    applied = kubectl(server, "apply", "--server-side", "--field-manager=alice", "-f", str(manifest))
+    assert "configmap/flags serverside-applied" in applied.stdout
+    manifest.write_text(FLAGS.format(mode="safe", owner="alice"))
+    refused = kubectl(
+        server, "apply", "--server-side", "--field-manager=bob", "-f", str(manifest), check=False
+    )
+    assert refused.returncode == 1
+    assert 'Apply failed with 1 conflict: conflict with "alice": .data.mode' in refused.stderr
+    assert kubectl(server, "get", "cm", "flags", "-o", "jsonpath={.data.mode}").stdout == "fast"
+    manifest.write_text(FLAGS.format(mode="fast", owner="alice"))  # the same values: co-owned, no conflict
+    kubectl(server, "apply", "--server-side", "--field-manager=bob", "-f", str(manifest))
+    manifest.write_text(FLAGS.format(mode="safe", owner="alice"))
+    kubectl(server, "apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", str(manifest))
+    shown = json.loads(kubectl(server, "get", "cm", "flags", "--show-managed-fields", "-o", "json").stdout)
+    assert shown["data"]["mode"] == "safe"
+    fields = {e["manager"]: e for e in shown["metadata"]["managedFields"]}
+    assert set(fields) == {"alice", "bob"} and {e["operation"] for e in fields.values()} == {"Apply"}
+    assert "f:mode" not in fields["alice"]["fieldsV1"]["f:data"]  # taken over by the forced apply
+    assert set(fields["bob"]["fieldsV1"]["f:data"]) == {"f:mode", "f:owner"}
+    # A field whose only manager stops applying it is removed; one another manager applies stays.
+    manifest.write_text(FLAGS.format(mode="safe", owner="alice") + "  extra: bob\n")
+    kubectl(server, "apply", "--server-side", "--field-manager=bob", "-f", str(manifest))
+    manifest.write_text(FLAGS.format(mode="safe", owner="alice").replace("  owner: alice\n", ""))
+    kubectl(server, "apply", "--server-side", "--field-manager=bob", "-f", str(manifest))
+    data = json.loads(kubectl(server, "get", "cm", "flags", "-o", "json").stdout)["data"]
+    assert data == {"mode": "safe", "owner": "alice"}
+    created = kubectl(server, "create", "configmap", "plain", "--from-literal=a=b")
+    assert created.returncode == 0
+    plain = json.loads(kubectl(server, "get", "cm", "plain", "--show-managed-fields", "-o", "json").stdout)
+    assert [(e["manager"], e["operation"]) for e in plain["metadata"]["managedFields"]] == [
+        ("kubectl-create", "Update")
+    ]
