@@ -23,16 +23,18 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.apiserver import discovery, openapi, protobuf, reviews
+from orchestrator.twin.apiserver import discovery, metrics_api, openapi, protobuf, reviews
 from orchestrator.twin.apiserver.handlers import Route, dispatch, parse_route
 from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
-from orchestrator.twin.store import Change
+from orchestrator.twin.store import PODS, Change
+from orchestrator.twin.timefmt import rfc3339_nano
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "application/apply-patch+yaml")
 WATCH_POLL_S = 0.05
+FOLLOW_POLL_S = 0.2
 DEFAULT_WATCH_TIMEOUT_S = 1800
 # What system:public-info-viewer lets system:unauthenticated read on a default kube-apiserver.
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
@@ -109,8 +111,9 @@ class BearerGuard:
         return False
 
 
-def build_app(cluster: Cluster, *, token: str) -> FastAPI:
-    """The FastAPI app serving ``cluster`` over the Kubernetes REST conventions to holders of ``token``."""
+def build_app(cluster: Cluster, *, token: str, usage: metrics_api.UsageSource | None = None) -> FastAPI:
+    """The FastAPI app serving ``cluster`` over the Kubernetes REST conventions to holders of ``token``;
+    with ``usage`` (the app model's containers' usage) it serves the resource metrics API too."""
     app = FastAPI(title="marathon twin", openapi_url=None, docs_url=None, redoc_url=None)
     app.add_middleware(BearerGuard, token=token)
 
@@ -133,7 +136,10 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
         return JSONResponse(discovery.api_versions())
 
     async def groups_root(_request: Request) -> JSONResponse:
-        return JSONResponse(discovery.api_group_list())
+        listing = discovery.api_group_list()
+        if usage is not None:
+            listing["groups"].append(metrics_api.group())
+        return JSONResponse(listing)
 
     async def group_root(request: Request) -> JSONResponse:
         group = request.path_params["group"]
@@ -160,6 +166,8 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
     app.add_api_route("/apis", groups_root, methods=["GET"])
     app.add_api_route("/api/v1", core, methods=_METHODS)
     app.add_api_route("/api/v1/{rest:path}", core, methods=_METHODS)
+    if usage is not None:
+        metrics_api.register(app, cluster, usage)
     app.add_api_route("/apis/{group}", group_root, methods=["GET"])
     app.add_api_route("/apis/{group}/{version}", named, methods=_METHODS)
     app.add_api_route("/apis/{group}/{version}/{rest:path}", named, methods=_METHODS)
@@ -214,6 +222,8 @@ async def _serve(cluster: Cluster, request: Request, group: str, version: str, r
             accept=request.headers.get("accept", ""),
             user_agent=request.headers.get("user-agent", ""),
         )
+    if route.subresource == "log" and query.get("follow") in ("true", "1") and isinstance(result.body, str):
+        return _follow_log(cluster, request, route, result.body)
     response: Response
     if isinstance(result.body, str):
         response = PlainTextResponse(result.body, status_code=result.code)
@@ -227,6 +237,51 @@ async def _serve(cluster: Cluster, request: Request, group: str, version: str, r
 def _quoted(text: str) -> str:
     """The text of a Warning header's quoted string (RFC 7234): backslash and double quote escaped."""
     return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _follow_log(cluster: Cluster, request: Request, route: Route, first: str) -> StreamingResponse:
+    """``kubectl logs -f``: the lines asked for, then each new line of the same container attempt as the
+    twin appends it, until the pod is gone, the container restarts, or the client leaves."""
+    namespace, pod = route.namespace or "", route.name or ""
+    query = request.query_params
+    with cluster.lock:
+        container = (
+            query.get("container") or cluster.store.get(PODS, namespace, pod)["spec"]["containers"][0]["name"]
+        )
+        where: dict[str, str] = {"namespace": namespace, "pod": pod, "container": container}
+        attempt = cluster.logbook.attempts(**where)
+        seen = cluster.logbook.lines(namespace=namespace, pod=pod, container=container) or []
+    last = seen[-1][0] if seen else float("-inf")
+    at_last = sum(1 for t, _line in seen if t == last)
+    stamped = query.get("timestamps") in ("true", "1")
+
+    async def stream() -> AsyncIterator[bytes]:
+        nonlocal last, at_last
+        if first:
+            yield first.encode()
+        while not await request.is_disconnected():
+            with cluster.lock:
+                if (
+                    cluster.store.find(PODS, namespace, pod) is None
+                    or cluster.logbook.attempts(**where) != attempt
+                ):
+                    return
+                fresh = (
+                    cluster.logbook.lines(namespace=namespace, pod=pod, container=container, since=last) or []
+                )
+            fresh = fresh[at_last:] if fresh and fresh[0][0] == last else fresh
+            if fresh:
+                if fresh[-1][0] == last:
+                    at_last += len(fresh)
+                else:
+                    last = fresh[-1][0]
+                    at_last = sum(1 for t, _line in fresh if t == last)
+                yield "".join(
+                    f"{rfc3339_nano(t)} {line}\n" if stamped else f"{line}\n" for t, line in fresh
+                ).encode()
+            await asyncio.sleep(FOLLOW_POLL_S)
+
+    return StreamingResponse(stream(), media_type="text/plain")
 
 
 def _watch(cluster: Cluster, request: Request, route: Route) -> StreamingResponse:

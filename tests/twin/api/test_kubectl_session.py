@@ -5,9 +5,12 @@ strict field validation, self access reviews, event ages on the wall clock)."""
 from __future__ import annotations
 
 import json
+import queue
 import re
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,9 +21,11 @@ import pytest
 from orchestrator.twin import timefmt
 from orchestrator.twin.apiserver import protobuf
 from orchestrator.twin.cluster import Cluster
+from orchestrator.twin.launch import RunningTwin, start_twin
 from orchestrator.twin.resources import by_plural
-from orchestrator.twin.store import DEPLOYMENTS, NAMESPACES
+from orchestrator.twin.store import DEPLOYMENTS, NAMESPACES, PODS
 from tests.twin.api.support import NAMESPACE, NODES, LiveServer, ScriptedRuntime, run, serving, shop_manifests
+from tests.twin.twin_support import OB
 
 
 def _newest_kubectl() -> str | None:
@@ -257,3 +262,81 @@ def test_server_side_apply_keeps_managed_fields_and_refuses_another_managers_fie
     assert [(e["manager"], e["operation"]) for e in plain["metadata"]["managedFields"]] == [
         ("kubectl-create", "Update")
     ]
+
+
+@pytest.fixture(scope="module")
+def boutique(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningTwin]:
+    """A stepped twin of the online boutique with its app model, two minutes in."""
+    running = start_twin(OB, seed=5, kubeconfig=tmp_path_factory.mktemp("boutique") / "kubeconfig")
+    try:
+        running.advance(120)
+        yield running
+    finally:
+        running.stop()
+
+
+def _run(twin: RunningTwin, *args: str) -> str:
+    assert KUBECTL is not None
+    cache = twin.kubeconfig.parent / "kube-cache"
+    done = subprocess.run(
+        [KUBECTL, "--kubeconfig", str(twin.kubeconfig), "--cache-dir", str(cache), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_top_reports_the_models_cpu_and_working_set(boutique: RunningTwin) -> None:
+    rows = [line.split() for line in _run(boutique, "top", "pods", "-n", OB).splitlines()]
+    assert rows[0] == ["NAME", "CPU(cores)", "MEMORY(bytes)"]
+    shown = {row[0]: (int(row[1].rstrip("m")), int(row[2].rstrip("Mi"))) for row in rows[1:]}
+    with boutique.twin.cluster.lock:
+        usage = dict(boutique.twin.model.usage)
+        pods = [p["metadata"]["name"] for p in boutique.twin.cluster.store.list(PODS, OB)]
+    assert set(shown) == set(pods) and len(shown) > 5
+    for pod, (millicores, mebibytes) in shown.items():
+        cores = sum(u.cores for (name, _c), u in usage.items() if name == pod)
+        memory = sum(u.working_set for (name, _c), u in usage.items() if name == pod)
+        assert abs(millicores - cores * 1000) <= 1, pod
+        assert abs(mebibytes - memory / 2**20) <= 1, pod
+    assert any(millicores > 0 for millicores, _m in shown.values())
+    containers = _run(boutique, "top", "pods", "-n", OB, "-l", "app=frontend", "--containers").splitlines()
+    assert containers[0].split() == ["POD", "NAME", "CPU(cores)", "MEMORY(bytes)"]
+    assert [line.split()[1] for line in containers[1:]] == ["server"]
+    nodes = _run(boutique, "top", "nodes").splitlines()
+    assert nodes[0].split()[:3] == ["NAME", "CPU(cores)", "CPU(%)"] and len(nodes) > 1
+
+
+def test_logs_follow_streams_the_lines_the_twin_writes(boutique: RunningTwin) -> None:
+    assert KUBECTL is not None
+    cache = boutique.kubeconfig.parent / "kube-cache"
+    follower = subprocess.Popen(
+        [KUBECTL, "--kubeconfig", str(boutique.kubeconfig), "--cache-dir", str(cache), "-n", OB]
+        + ["logs", "-f", "deploy/frontend", "--tail=0", "--timestamps"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    received: queue.Queue[str] = queue.Queue()
+    assert follower.stdout is not None
+    stdout = follower.stdout
+    threading.Thread(target=lambda: [received.put(line) for line in stdout], daemon=True).start()
+    lines: list[str] = []
+    deadline = time.monotonic() + 60
+    start = boutique.twin.now
+    try:
+        while len(lines) < 3 and time.monotonic() < deadline and follower.poll() is None:
+            boutique.advance(5)  # the stepped world writes logs only as it moves
+            try:
+                while True:
+                    lines.append(received.get(timeout=0.5))
+            except queue.Empty:
+                pass
+    finally:
+        follower.terminate()
+        follower.wait(timeout=10)
+    assert len(lines) >= 3, follower.stderr.read() if follower.stderr else ""
+    stamps = [timefmt.parse_rfc3339(line.split(" ", 1)[0]) for line in lines]
+    assert all(t >= start for t in stamps) and stamps == sorted(stamps)  # only new lines, in order
