@@ -4,7 +4,9 @@ The twin decodes the protobuf bodies kubectl (client-go >= 1.32) sends for built
 field numbers, not names: this table maps, per message, each field number to its JSON name, its cardinality
 and its type, for the messages reachable from the kinds of the groups the twin decodes. A field Go embeds
 inline in JSON (``Volume.volumeSource``, ``Probe.handler``) is marked so, found as the proto fields that are
-no property of the kind's OpenAPI definition (kubernetes-validate's ``_definitions.json``).
+no property of the kind's OpenAPI definition (kubernetes-validate's ``_definitions.json``). A field Go
+leaves out of JSON when zero (a value, not a pointer, tagged omitempty: ``hostPort``, ``stdin``) is marked
+too, from the Go types beside each generated.proto.
 
 Usage: python tools/k8s_proto_fields.py API_CHECKOUT APIMACHINERY_CHECKOUT > .../k8s_proto_fields.json
 (checkouts of k8s.io/api and k8s.io/apimachinery; field numbers never change, so any recent tag serves;
@@ -34,6 +36,7 @@ API_GROUPS = [
 ]
 MACHINERY = ["pkg/apis/meta/v1", "pkg/runtime", "pkg/api/resource", "pkg/util/intstr"]
 EXTRA_ROOTS = ["k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"]
+_GO_FIELD = re.compile(r'^\s+\w+\s+(\S+)\s+`json:"([^"]*)"\s+protobuf:"[^"]*?,(\d+),[^"]*"')
 _FIELD = re.compile(r"^\s*(optional|repeated)\s+(\S+)\s+(\w+)\s*=\s*(\d+)")
 _MAP = re.compile(r"^\s*map<\s*(\w+)\s*,\s*(\S+)\s*>\s+(\w+)\s*=\s*(\d+)")
 
@@ -62,6 +65,27 @@ def parse(text: str) -> tuple[str, dict[str, dict[str, list[str]]]]:
     return package.group(1), messages
 
 
+def omitted_zeros(directory: Path, package: str) -> dict[str, set[str]]:
+    """Per message, the numbers of the fields Go marshals to JSON without their zero value: values (not
+    pointers) tagged omitempty. Protobuf carries them even when zero; the JSON form does not."""
+    found: dict[str, set[str]] = {}
+    for source in sorted(directory.glob("*.go")):
+        if source.name.endswith("_test.go"):
+            continue
+        current: set[str] | None = None
+        for line in source.read_text().splitlines():
+            head = re.match(r"^type\s+(\w+)\s+struct\s*\{", line)
+            if head:
+                current = found.setdefault(f"{package}.{head.group(1)}", set())
+            elif line.startswith("}"):
+                current = None
+            elif current is not None and (m := _GO_FIELD.match(line)):
+                go_type, tag, number = m.groups()
+                if "omitempty" in tag.split(",")[1:] and not go_type.startswith(("*", "[]", "map[")):
+                    current.add(number)
+    return found
+
+
 def qualify(package: str, name: str) -> str:
     if name.startswith("."):
         return name[1:]
@@ -76,8 +100,10 @@ def main() -> None:
         machinery / m / "generated.proto" for m in MACHINERY
     ]
     table: dict[str, dict[str, list[str]]] = {}
+    zeros: dict[str, set[str]] = {}
     for path in files:
         package, messages = parse(path.read_text())
+        zeros.update(omitted_zeros(path.parent, package))
         for name, fields in messages.items():
             for field in fields.values():
                 if field[1] == "m":
@@ -107,9 +133,12 @@ def main() -> None:
         fields = {}
         for number, field in sorted(table[name].items(), key=lambda kv: int(kv[0])):
             embedded = [f[0] for f in table.get(field[2], {}).values()]
+            flags = ""
             if properties is not None and field[0] not in properties and set(embedded) & set(properties):
-                field = [*field, "inline"]
-            fields[number] = field
+                flags += "i"  # embedded inline in the JSON form
+            if number in zeros.get(name, set()):
+                flags += "z"  # its zero value is left out of the JSON form
+            fields[number] = [*field, flags] if flags else field
         out[name] = fields
     json.dump(out, sys.stdout, separators=(",", ":"), sort_keys=True)
     sys.stdout.write("\n")

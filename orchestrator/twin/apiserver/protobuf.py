@@ -5,8 +5,8 @@ Since 1.32 the typed clients inside kubectl (``kubectl create deployment|configm
 ``application/vnd.kubernetes.protobuf`` and have no fallback to JSON, so the twin reads them as a
 kube-apiserver does: the ``k8s\\x00`` magic, a ``runtime.Unknown`` envelope naming apiVersion and kind, the
 object's message inside. Field numbers come from ``k8s_proto_fields.json``, a table generated from
-Kubernetes' ``generated.proto`` files (``tools/k8s_proto_fields.py``). The result is the object as its JSON
-form would have been: Go's ``omitempty`` drops empty strings, absent fields stay absent.
+Kubernetes' ``generated.proto`` files and Go types (``tools/k8s_proto_fields.py``). The result is the
+object as its JSON form would have been: the zero values Go's ``omitempty`` leaves out are left out.
 
 Responses stay JSON: kubectl accepts ``application/vnd.kubernetes.protobuf,application/json``.
 """
@@ -174,6 +174,7 @@ def _message(name: str, buf: bytes) -> Any:
         if field is None:
             continue  # a field newer than the table: dropped, as an older server does
         key, cardinality, kind = field[0], field[1], field[2]
+        flags = field[3] if len(field) > 3 else ""
         if cardinality == "m":
             key_kind, value_kind = kind.split(",")
             entry = {n: (w, v) for n, w, v in _fields(bytes(value))}
@@ -184,13 +185,14 @@ def _message(name: str, buf: bytes) -> Any:
                 obj.setdefault(key, []).extend(_packed(kind, bytes(value)))
             else:
                 obj.setdefault(key, []).append(_value(kind, wire, value))
-        elif len(field) > 3:  # embedded inline in the JSON form
+        elif "i" in flags:  # embedded inline in the JSON form
             inner = _value(kind, wire, value)
             if isinstance(inner, dict):
                 obj.update(inner)
         else:
             decoded = _value(kind, wire, value)
-            if decoded is None or decoded == "":
+            # Go's JSON leaves out an omitempty value's zero (protobuf carries it) and a nil time.
+            if decoded is None or ("z" in flags and kind in _SCALARS and not decoded):
                 obj.pop(key, None)
             else:
                 obj[key] = decoded
