@@ -83,6 +83,8 @@ def test_create_sends_protobuf_bodies_the_twin_stores_as_their_json_form(server:
     assert web["spec"]["replicas"] == 0  # an explicit zero survives decoding
     container = web["spec"]["template"]["spec"]["containers"][0]
     assert (container["image"], container["ports"][0]["containerPort"]) == ("nginx:1.27", 80)
+    # Zero values Go's JSON leaves out stay out (hostPort: 0, stdin: false), as on a kube-apiserver.
+    assert "hostPort" not in container["ports"][0] and "stdin" not in container
     assert web["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": "25%", "maxUnavailable": "25%"}
     assert store.get(CONFIGMAPS, NAMESPACE, "flags")["data"] == {"mode": "fast", "empty": ""}
     assert store.get(SECRETS, NAMESPACE, "db")["data"] == {"password": "aHVudGVyMg=="}
@@ -125,6 +127,32 @@ def test_explain_reads_the_official_schemas(server: LiveServer) -> None:
     assert "FIELD: data <map[string]string>" in kubectl(server, "explain", "configmap.data").stdout
     svc = kubectl(server, "explain", "svc.spec", "--recursive").stdout
     assert "clusterIP\t<string>" in svc and "targetPort\t<IntOrString>" in svc
+
+
+def test_openapi_documents_carry_the_official_schemas(server: LiveServer) -> None:
+    credentials = server.credentials
+    with httpx.Client(
+        base_url=server.url, headers=credentials.headers, verify=credentials.ssl_context()
+    ) as http:
+        index = http.get("/openapi/v3").json()["paths"]
+        assert {"api/v1", "apis/apps/v1", "apis/batch/v1"} <= set(index)
+        apps = http.get(index["apis/apps/v1"]["serverRelativeURL"]).json()
+        deployment = apps["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]
+        assert deployment["x-kubernetes-group-version-kind"] == [
+            {"group": "apps", "kind": "Deployment", "version": "v1"}
+        ]
+        assert deployment["properties"]["spec"]["allOf"] == [
+            {"$ref": "#/components/schemas/io.k8s.api.apps.v1.DeploymentSpec"}
+        ]
+        v2 = http.get("/openapi/v2", headers={"Accept": "application/json"}).json()
+        assert v2["definitions"]["io.k8s.api.core.v1.Pod"]["properties"]["spec"]["$ref"] == (
+            "#/definitions/io.k8s.api.core.v1.PodSpec"
+        )
+        # Go clients ask for the protobuf form only: without it they go on as without a v2 document.
+        proto = http.get(
+            "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}
+        )
+        assert proto.status_code == 404
 
 
 BAD = """apiVersion: apps/v1
