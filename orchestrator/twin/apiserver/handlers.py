@@ -302,10 +302,31 @@ def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool, manager: 
             validate_update(route.rtype, old, obj)
 
         _guard(route.rtype, check)
-        return obj
+        return _as_if_written(route, old, obj)
     sub = route.subresource or ""
     stored: Obj = _guard(route.rtype, lambda: cluster.store.replace(route.rtype, obj, subresource=sub))
     return stored
+
+
+def _as_if_written(route: Route, old: Obj, obj: Obj) -> Obj:
+    """A dry-run update's answer, as the write would have stored it: identity and resourceVersion kept,
+    the other half of a spec/status split as it is (``kubectl diff`` compares this with the live object)."""
+    shown = copy.deepcopy(obj)
+    if "status" in route.rtype.subresources:
+        if route.subresource == "status":
+            kept = {k: copy.deepcopy(v) for k, v in old.items() if k not in ("status", "metadata")}
+            shown = {**kept, "metadata": shown.get("metadata") or {}, "status": shown.get("status")}
+        elif "status" in old:
+            shown["status"] = copy.deepcopy(old["status"])
+        else:
+            shown.pop("status", None)
+    meta, before = shown.setdefault("metadata", {}), old["metadata"]
+    for field in ("uid", "creationTimestamp", "resourceVersion", "generation"):
+        if field in before:
+            meta[field] = before[field]
+    if route.subresource is None and shown.get("spec") != old.get("spec") and "generation" in before:
+        meta["generation"] = before["generation"] + 1
+    return shown
 
 
 def _replace(

@@ -368,3 +368,15 @@ def test_logs_follow_streams_the_lines_the_twin_writes(boutique: RunningTwin) ->
     assert len(lines) >= 3, follower.stderr.read() if follower.stderr else ""
     stamps = [timefmt.parse_rfc3339(line.split(" ", 1)[0]) for line in lines]
     assert all(t >= start for t in stamps) and stamps == sorted(stamps)  # only new lines, in order
+
+
+def test_diff_shows_only_what_the_write_would_change(server: LiveServer, tmp_path: Path) -> None:
+    live = kubectl(server, "get", "deploy", "cart", "-o", "yaml").stdout
+    manifest = tmp_path / "cart.yaml"
+    manifest.write_text(live.replace("replicas: 1", "replicas: 2"))  # status.replicas too: a write ignores it
+    shown = kubectl(server, "diff", "-f", str(manifest), check=False)
+    assert shown.returncode == 1, shown.stderr  # 1: differences found
+    changed = sorted(
+        line for line in shown.stdout.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    )
+    assert changed == ["+  generation: 2", "+  replicas: 2", "-  generation: 1", "-  replicas: 1"]
