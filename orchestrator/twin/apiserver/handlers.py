@@ -115,7 +115,7 @@ def dispatch(
 ) -> Result:
     warnings = _field_validation(route, method, query, body, media)
     writes = method in ("POST", "PUT") or (method == "PATCH" and media != "application/apply-patch+yaml")
-    if writes and route.subresource is None and "dryRun" not in query:
+    if writes and route.subresource in (None, "scale") and "dryRun" not in query:
         query = {**query, "fieldManager": managedfields.manager_of(query, user_agent)}
     result = _dispatch(cluster, route, method, query, body, media, accept=accept)
     return replace(result, warnings=tuple(warnings)) if warnings else result
@@ -290,7 +290,7 @@ def _check_identity(route: Route, obj: Obj) -> None:
 def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool, manager: str | None = None) -> Obj:
     _check_identity(route, obj)
     if route.subresource == "scale":
-        return set_scale(cluster, route, obj, dry_run=dry_run)
+        return set_scale(cluster, route, obj, dry_run=dry_run, manager=manager)
     if manager is not None and route.subresource is None:
         current = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
         managedfields.update(route.rtype, current, obj, manager=manager, now=cluster.now)
@@ -335,7 +335,7 @@ def _replace(
     if route.subresource == "scale":
         if not isinstance(body, dict):
             raise ApiStatusError(400, "BadRequest", 'Scale in version "v1" cannot be handled as a Scale')
-        return Result(200, _write(cluster, route, body, dry_run=dry_run))
+        return Result(200, _write(cluster, route, body, dry_run=dry_run, manager=manager))
     obj = _require_object(route.rtype, body)
     return Result(200, _write(cluster, route, obj, dry_run=dry_run, manager=manager))
 

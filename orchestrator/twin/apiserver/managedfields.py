@@ -248,7 +248,13 @@ def apply(
 
 
 def update(
-    rtype: ResourceType, current: dict[str, Any] | None, written: dict[str, Any], *, manager: str, now: float
+    rtype: ResourceType,
+    current: dict[str, Any] | None,
+    written: dict[str, Any],
+    *,
+    manager: str,
+    now: float,
+    subresource: str = "",
 ) -> None:
     """Record a write that is not an apply: ``manager`` takes the fields it changes (all of them for a
     create), the fields it removes are nobody's; ``written`` gets the managedFields."""
@@ -257,7 +263,7 @@ def update(
     changed = sorted(p for p, v in after.items() if before.get(p, _ABSENT) != v)
     owned = [(e, _paths(e.get("fieldsV1"))) for e in (_entries(current) if current is not None else [])]
     result: list[tuple[dict[str, Any], list[Path]]] = []
-    me = (manager, "Update", "")
+    me = (manager, "Update", subresource)
     mine: list[Path] = list(changed)
     for entry, paths in owned:
         alive = [p for p in paths if _value_at(written, p) is not _ABSENT]
@@ -266,7 +272,10 @@ def update(
             continue
         result.append((entry, [p for p in alive if not any(_overlaps(p, c) for c in changed)]))
     if mine:
-        result.append((_entry(rtype, manager, "Update", [], now), mine))
+        entry = _entry(rtype, manager, "Update", [], now)
+        if subresource:
+            entry["subresource"] = subresource
+        result.append((entry, mine))
     _store(written, result)
 
 

@@ -380,3 +380,26 @@ def test_diff_shows_only_what_the_write_would_change(server: LiveServer, tmp_pat
         line for line in shown.stdout.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
     )
     assert changed == ["+  generation: 2", "+  replicas: 2", "-  generation: 1", "-  replicas: 1"]
+
+
+def test_scaling_takes_replicas_from_the_applier(server: LiveServer, tmp_path: Path) -> None:
+    live = json.loads(kubectl(server, "get", "deploy", "cart", "-o", "json").stdout)
+    config = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "cart"},
+        "spec": {"replicas": 1, "selector": live["spec"]["selector"], "template": live["spec"]["template"]},
+    }
+    manifest = tmp_path / "cart.json"
+    manifest.write_text(json.dumps(config))
+    kubectl(server, "apply", "--server-side", "--field-manager=gitops", "-f", str(manifest))
+    kubectl(server, "scale", "deploy/cart", "--replicas=3")
+    again = kubectl(
+        server, "apply", "--server-side", "--field-manager=gitops", "-f", str(manifest), check=False
+    )
+    assert again.returncode == 1
+    assert re.search(
+        r'conflict with "[^"]+" with subresource "scale" using apps/v1 at \S+Z: \.spec\.replicas',
+        again.stderr,
+    )
+    assert kubectl(server, "get", "deploy", "cart", "-o", "jsonpath={.spec.replicas}").stdout == "3"
