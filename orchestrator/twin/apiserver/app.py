@@ -173,11 +173,10 @@ def build_app(cluster: Cluster, *, token: str, usage: metrics_api.UsageSource | 
     app.add_api_route("/apis/{group}/{version}/{rest:path}", named, methods=_METHODS)
 
     async def openapi_v2(request: Request) -> Response:
-        # Go clients ask for the protobuf form only; without it they carry on as against a server
-        # that publishes no v2 document. JSON readers get the definitions.
+        # Go clients ask for gnostic's protobuf form; JSON readers get the same definitions as JSON.
         accept = request.headers.get("accept", "")
-        if "json" not in accept and "*/*" not in accept:
-            raise _not_found_path()
+        if any(asked in accept for asked in openapi.V2_PROTOBUF_ASKED):
+            return Response(openapi.v2_protobuf(), media_type=openapi.V2_PROTOBUF)
         return Response(openapi.v2_document(), media_type="application/json")
 
     async def openapi_index(_request: Request) -> JSONResponse:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import struct
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,91 @@ def drop_unknown_fields(rtype: ResourceType, obj: Any) -> list[str]:
     found: list[str] = []
     _walk(definitions()[name], obj, "", found)
     return found
+
+
+# -- /openapi/v2 in protobuf: gnostic's OpenAPIv2 Document, which Go clients ask for -----------------------
+# What clients ask for (the older, deprecated spelling with "@" too); the answer is typed with the new one,
+# as Go's media type parser refuses the "@".
+V2_PROTOBUF_ASKED = (
+    "com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "com.github.proto-openapi.spec.v2.v1.0+protobuf",
+)
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def _key(number: int, wire: int) -> bytes:
+    return _uvarint(number << 3 | wire)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _bytes(number: int, payload: bytes) -> bytes:
+    return _key(number, 2) + _uvarint(len(payload)) + payload
+
+
+def _text(number: int, value: str) -> bytes:
+    return _bytes(number, value.encode())
+
+
+def _any(value: Any) -> bytes:
+    """gnostic's Any: the value as YAML text (JSON is YAML)."""
+    return _text(2, json.dumps(value, separators=(",", ":")))
+
+
+def _schema_pb(schema: dict[str, Any]) -> bytes:
+    out = bytearray()
+    for number, key in ((1, "$ref"), (2, "format"), (3, "title"), (4, "description")):
+        if isinstance(schema.get(key), str):
+            out += _text(number, schema[key])
+    if "default" in schema:
+        out += _bytes(5, _any(schema["default"]))
+    for number, key in ((7, "maximum"), (9, "minimum")):
+        if isinstance(schema.get(key), int | float) and not isinstance(schema.get(key), bool):
+            out += _key(number, 1) + struct.pack("<d", float(schema[key]))
+    for name in schema.get("required") or []:
+        out += _text(19, name)
+    for value in schema.get("enum") or []:
+        out += _bytes(20, _any(value))
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        out += _bytes(21, _bytes(1, _schema_pb(extra)))
+    elif isinstance(extra, bool):
+        out += _bytes(21, _key(2, 0) + _uvarint(int(extra)))
+    if isinstance(schema.get("type"), str):
+        out += _bytes(22, _text(1, schema["type"]))
+    if isinstance(schema.get("items"), dict):
+        out += _bytes(23, _bytes(1, _schema_pb(schema["items"])))
+    for part in schema.get("allOf") or []:
+        out += _bytes(24, _schema_pb(part))
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        named = b"".join(_bytes(1, _text(1, k) + _bytes(2, _schema_pb(v))) for k, v in properties.items())
+        out += _bytes(25, named)
+    if schema.get("readOnly") is True:
+        out += _key(27, 0) + _uvarint(1)
+    for key, value in schema.items():
+        if key.startswith("x-"):
+            out += _bytes(31, _text(1, key) + _bytes(2, _any(value)))
+    return bytes(out)
+
+
+@cache
+def v2_protobuf() -> bytes:
+    """``/openapi/v2`` as gnostic's protobuf Document: kubectl before 1.29 validates and explains from it."""
+    document = json.loads(v2_document())
+    info = _text(1, document["info"]["title"]) + _text(2, document["info"]["version"])
+    definitions = b"".join(
+        _bytes(1, _text(1, name) + _bytes(2, _schema_pb(schema)))
+        for name, schema in document["definitions"].items()
+    )
+    return _text(1, document["swagger"]) + _bytes(2, info) + _bytes(8, b"") + _bytes(9, definitions)

@@ -148,11 +148,23 @@ def test_openapi_documents_carry_the_official_schemas(server: LiveServer) -> Non
         assert v2["definitions"]["io.k8s.api.core.v1.Pod"]["properties"]["spec"]["$ref"] == (
             "#/definitions/io.k8s.api.core.v1.PodSpec"
         )
-        # Go clients ask for the protobuf form only: without it they go on as without a v2 document.
-        proto = http.get(
-            "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}
-        )
-        assert proto.status_code == 404
+        # Go clients ask for gnostic's protobuf form (kubectl before 1.29 cannot do without it).
+        asked = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+        proto = http.get("/openapi/v2", headers={"Accept": asked})
+        assert proto.status_code == 200
+        assert proto.headers["content-type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        assert proto.content.startswith(b"\n\x032.0") and b"io.k8s.api.apps.v1.Deployment" in proto.content
+
+
+def test_explain_from_the_openapi_v2_document(server: LiveServer) -> None:
+    shown = kubectl(
+        server, "explain", "deploy.spec.strategy.rollingUpdate", "--output=plaintext-openapiv2"
+    ).stdout
+    assert "RESOURCE: rollingUpdate <Object>" in shown and "maxSurge\t<string>" in shown
+    limits = kubectl(
+        server, "explain", "pod.spec.containers.resources.limits", "--output=plaintext-openapiv2"
+    )
+    assert "FIELD:    limits <map[string]string>" in limits.stdout
 
 
 BAD = """apiVersion: apps/v1
