@@ -199,7 +199,7 @@ class Twin:
         from orchestrator.twin.apiserver.control import control_router
         from orchestrator.twin.observe.traces import router
 
-        app = build_app(self.cluster, token=token)
+        app = build_app(self.cluster, token=token, usage=lambda: self.model.usage)
         app.include_router(control_router(self))
         app.include_router(router(self.model.traces, lock=self.cluster.lock))
         return app

@@ -23,18 +23,20 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.apiserver import discovery
+from orchestrator.twin.apiserver import discovery, metrics_api, openapi, protobuf, reviews
 from orchestrator.twin.apiserver.handlers import Route, dispatch, parse_route
 from orchestrator.twin.apiserver.podexec import check_exec, serve_exec
 from orchestrator.twin.apiserver.portforward import check_portforward, serve_portforward
 from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
-from orchestrator.twin.store import Change
+from orchestrator.twin.store import PODS, Change
+from orchestrator.twin.timefmt import rfc3339_nano
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "application/apply-patch+yaml")
 WATCH_POLL_S = 0.05
+FOLLOW_POLL_S = 0.2
 DEFAULT_WATCH_TIMEOUT_S = 1800
 # What system:public-info-viewer lets system:unauthenticated read on a default kube-apiserver.
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
@@ -74,6 +76,8 @@ async def read_body(request: Request) -> tuple[Any, str]:
     media = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if not raw.strip():
         return None, media
+    if media == protobuf.MEDIA_TYPE:
+        return protobuf.decode(raw), "application/json"
     try:
         if media in _YAML_TYPES:
             return yaml.safe_load(raw), media
@@ -132,8 +136,9 @@ def _stream_routes(app: FastAPI, cluster: Cluster, subresource: str, serve: Serv
     app.add_api_route(path, over_http, methods=["GET", "POST"])
 
 
-def build_app(cluster: Cluster, *, token: str) -> FastAPI:
-    """The FastAPI app serving ``cluster`` over the Kubernetes REST conventions to holders of ``token``."""
+def build_app(cluster: Cluster, *, token: str, usage: metrics_api.UsageSource | None = None) -> FastAPI:
+    """The FastAPI app serving ``cluster`` over the Kubernetes REST conventions to holders of ``token``;
+    with ``usage`` (the app model's containers' usage) it serves the resource metrics API too."""
     app = FastAPI(title="marathon twin", openapi_url=None, docs_url=None, redoc_url=None)
     app.add_middleware(BearerGuard, token=token)
 
@@ -156,7 +161,10 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
         return JSONResponse(discovery.api_versions())
 
     async def groups_root(_request: Request) -> JSONResponse:
-        return JSONResponse(discovery.api_group_list())
+        listing = discovery.api_group_list()
+        if usage is not None:
+            listing["groups"].append(metrics_api.group())
+        return JSONResponse(listing)
 
     async def group_root(request: Request) -> JSONResponse:
         group = request.path_params["group"]
@@ -170,10 +178,11 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
 
     async def named(request: Request) -> Response:
         params = request.path_params
+        review = reviews.kind_of(params["group"], params["version"], params.get("rest", ""))
+        if review is not None and request.method == "POST":
+            body, _media = await read_body(request)
+            return JSONResponse(reviews.answer(review, body), status_code=201)
         return await _serve(cluster, request, params["group"], params["version"], params.get("rest", ""))
-
-    async def missing(_request: Request) -> Response:
-        raise _not_found_path()
 
     # pods/exec and pods/portforward: their WebSocket protocols, and the refusals of a plain request (no
     # upgrade, or SPDY's own, which the twin does not speak); added before the generic routes.
@@ -187,20 +196,29 @@ def build_app(cluster: Cluster, *, token: str) -> FastAPI:
     app.add_api_route("/apis", groups_root, methods=["GET"])
     app.add_api_route("/api/v1", core, methods=_METHODS)
     app.add_api_route("/api/v1/{rest:path}", core, methods=_METHODS)
+    if usage is not None:
+        metrics_api.register(app, cluster, usage)
     app.add_api_route("/apis/{group}", group_root, methods=["GET"])
     app.add_api_route("/apis/{group}/{version}", named, methods=_METHODS)
     app.add_api_route("/apis/{group}/{version}/{rest:path}", named, methods=_METHODS)
 
-    async def openapi_index(_request: Request) -> JSONResponse:
-        return JSONResponse(discovery.openapi_v3_index())
+    async def openapi_v2(request: Request) -> Response:
+        # Go clients ask for gnostic's protobuf form; JSON readers get the same definitions as JSON.
+        accept = request.headers.get("accept", "")
+        if any(asked in accept for asked in openapi.V2_PROTOBUF_ASKED):
+            return Response(openapi.v2_protobuf(), media_type=openapi.V2_PROTOBUF)
+        return Response(openapi.v2_document(), media_type="application/json")
 
-    async def openapi_document(request: Request) -> JSONResponse:
-        document = discovery.openapi_v3_document(request.path_params["rest"])
+    async def openapi_index(_request: Request) -> JSONResponse:
+        return JSONResponse(openapi.v3_index())
+
+    async def openapi_document(request: Request) -> Response:
+        document = openapi.v3_documents().get(request.path_params["rest"].strip("/"))
         if document is None:
             raise _not_found_path()
-        return JSONResponse(document)
+        return Response(document, media_type="application/json")
 
-    app.add_api_route("/openapi/v2", missing, methods=["GET"])
+    app.add_api_route("/openapi/v2", openapi_v2, methods=["GET"])
     app.add_api_route("/openapi/v3", openapi_index, methods=["GET"])
     app.add_api_route("/openapi/v3/{rest:path}", openapi_document, methods=["GET"])
     return app
@@ -224,11 +242,75 @@ async def _serve(cluster: Cluster, request: Request, group: str, version: str, r
     body, media = (None, "") if request.method == "GET" else await read_body(request)
     with cluster.lock:
         result = dispatch(
-            cluster, route, request.method, dict(query), body, media, accept=request.headers.get("accept", "")
+            cluster,
+            route,
+            request.method,
+            dict(query),
+            body,
+            media,
+            accept=request.headers.get("accept", ""),
+            user_agent=request.headers.get("user-agent", ""),
         )
+    if route.subresource == "log" and query.get("follow") in ("true", "1") and isinstance(result.body, str):
+        return _follow_log(cluster, request, route, result.body)
+    response: Response
     if isinstance(result.body, str):
-        return PlainTextResponse(result.body, status_code=result.code)
-    return JSONResponse(result.body, status_code=result.code)
+        response = PlainTextResponse(result.body, status_code=result.code)
+    else:
+        response = JSONResponse(result.body, status_code=result.code)
+    for warning in result.warnings:
+        response.headers.append("Warning", f'299 - "{_quoted(warning)}"')
+    return response
+
+
+def _quoted(text: str) -> str:
+    """The text of a Warning header's quoted string (RFC 7234): backslash and double quote escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _follow_log(cluster: Cluster, request: Request, route: Route, first: str) -> StreamingResponse:
+    """``kubectl logs -f``: the lines asked for, then each new line of the same container attempt as the
+    twin appends it, until the pod is gone, the container restarts, or the client leaves."""
+    namespace, pod = route.namespace or "", route.name or ""
+    query = request.query_params
+    with cluster.lock:
+        container = (
+            query.get("container") or cluster.store.get(PODS, namespace, pod)["spec"]["containers"][0]["name"]
+        )
+        where: dict[str, str] = {"namespace": namespace, "pod": pod, "container": container}
+        attempt = cluster.logbook.attempts(**where)
+        seen = cluster.logbook.lines(namespace=namespace, pod=pod, container=container) or []
+    last = seen[-1][0] if seen else float("-inf")
+    at_last = sum(1 for t, _line in seen if t == last)
+    stamped = query.get("timestamps") in ("true", "1")
+
+    async def stream() -> AsyncIterator[bytes]:
+        nonlocal last, at_last
+        if first:
+            yield first.encode()
+        while not await request.is_disconnected():
+            with cluster.lock:
+                if (
+                    cluster.store.find(PODS, namespace, pod) is None
+                    or cluster.logbook.attempts(**where) != attempt
+                ):
+                    return
+                fresh = (
+                    cluster.logbook.lines(namespace=namespace, pod=pod, container=container, since=last) or []
+                )
+            fresh = fresh[at_last:] if fresh and fresh[0][0] == last else fresh
+            if fresh:
+                if fresh[-1][0] == last:
+                    at_last += len(fresh)
+                else:
+                    last = fresh[-1][0]
+                    at_last = sum(1 for t, _line in fresh if t == last)
+                yield "".join(
+                    f"{rfc3339_nano(t)} {line}\n" if stamped else f"{line}\n" for t, line in fresh
+                ).encode()
+            await asyncio.sleep(FOLLOW_POLL_S)
+
+    return StreamingResponse(stream(), media_type="text/plain")
 
 
 def _watch(cluster: Cluster, request: Request, route: Route) -> StreamingResponse:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.twin.apiserver import reviews
 from orchestrator.twin.resources import KUBERNETES_VERSION, RESOURCE_TYPES, ResourceType
 
 _SUBRESOURCE_VERBS = {
@@ -43,6 +44,9 @@ def groups() -> list[tuple[str, str]]:
     for rtype in RESOURCE_TYPES:
         if rtype.group and (rtype.group, rtype.version) not in seen:
             seen.append((rtype.group, rtype.version))
+    for group, group_version, _plural, _kind in reviews.REVIEWS:
+        if (group, group_version) not in seen:
+            seen.append((group, group_version))
     return seen
 
 
@@ -96,6 +100,7 @@ def resource_list(group: str, group_version: str) -> dict[str, Any] | None:
             if sub == "eviction":
                 item.update({"group": "policy", "version": "v1", "kind": "Eviction"})
             resources.append(item)
+    resources.extend(reviews.discovery_entries(group, group_version))
     if not resources:
         return None
     return {
@@ -104,68 +109,3 @@ def resource_list(group: str, group_version: str) -> dict[str, Any] | None:
         "groupVersion": f"{group}/{group_version}" if group else group_version,
         "resources": resources,
     }
-
-
-def _gv_path(group: str, group_version: str) -> str:
-    return f"apis/{group}/{group_version}" if group else f"api/{group_version}"
-
-
-def openapi_v3_index() -> dict[str, Any]:
-    """``/openapi/v3``: one document per group version, as the API server lists them."""
-    pairs = [("", "v1"), *groups()]
-    return {
-        "paths": {
-            _gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash={KUBERNETES_VERSION}"}
-            for g, v in pairs
-        }
-    }
-
-
-def openapi_v3_document(path: str) -> dict[str, Any] | None:
-    """A minimal OpenAPI 3 document of one group version: the PATCH operation of every kind, declaring the
-    ``fieldValidation`` parameter. kubectl reads exactly this to leave validation to the server, so
-    ``kubectl apply|create -f`` work without ``--validate=false``. Schemas are not served."""
-    for group, group_version in [("", "v1"), *groups()]:
-        if _gv_path(group, group_version) != path.strip("/"):
-            continue
-        paths: dict[str, Any] = {}
-        for rtype in RESOURCE_TYPES:
-            if rtype.group != group or rtype.version != group_version:
-                continue
-            scope = "/namespaces/{namespace}" if rtype.namespaced else ""
-            paths[f"/{path.strip('/')}{scope}/{rtype.plural}/{{name}}"] = {
-                "patch": {
-                    "operationId": f"patch{rtype.kind}",
-                    "x-kubernetes-group-version-kind": {
-                        "group": group,
-                        "version": group_version,
-                        "kind": rtype.kind,
-                    },
-                    "parameters": [
-                        {
-                            "name": "fieldValidation",
-                            "in": "query",
-                            "schema": {"type": "string", "uniqueItems": True},
-                        },
-                        {
-                            "name": "fieldManager",
-                            "in": "query",
-                            "schema": {"type": "string", "uniqueItems": True},
-                        },
-                    ],
-                    "requestBody": {
-                        "content": {
-                            "application/json-patch+json": {"schema": {"type": "object"}},
-                            "application/merge-patch+json": {"schema": {"type": "object"}},
-                        }
-                    },
-                    "responses": {"200": {"description": "OK"}},
-                }
-            }
-        return {
-            "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": KUBERNETES_VERSION},
-            "paths": paths,
-            "components": {"schemas": {}},
-        }
-    return None

@@ -7,11 +7,13 @@ body to send. It runs under ``cluster.lock`` and raises ``ApiStatusError`` for e
 from __future__ import annotations
 
 import base64
+import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.errors import ApiStatusError
+from orchestrator.twin.apiserver import managedfields, openapi
 from orchestrator.twin.apiserver.patching import json_patch, merge_patch, strategic_merge_patch
 from orchestrator.twin.apiserver.subresources import pod_log, scale_of, set_scale
 from orchestrator.twin.apiserver.tables import table, wants_table
@@ -42,6 +44,7 @@ class Route:
 class Result:
     code: int
     body: Obj | str
+    warnings: tuple[str, ...] = ()  # each sent as a ``Warning: 299 - "..."`` header
 
 
 def parse_route(group: str, version: str, segments: list[str]) -> Route | None:
@@ -69,14 +72,67 @@ def _method_not_allowed(method: str) -> ApiStatusError:
     )
 
 
+_FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+def _field_validation(route: Route, method: str, query: dict[str, str], body: Any, media: str) -> list[str]:
+    """``fieldValidation`` of a write: unknown fields are dropped from the body (a whole object or a merge
+    patch), refused with the decoder's message under ``Strict``, reported as warnings under ``Warn`` (the
+    default, as on a kube-apiserver), silently dropped under ``Ignore``."""
+    if method not in ("POST", "PUT", "PATCH") or not isinstance(body, dict) or route.subresource == "scale":
+        return []
+    if media == "application/json-patch+json" or (route.subresource == "eviction"):
+        return []
+    mode = query.get("fieldValidation") or "Warn"
+    if mode not in _FIELD_VALIDATION:
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f'fieldValidation parameter must be one of "Ignore", "Warn", or "Strict", got "{mode}"',
+        )
+    unknown = [f'unknown field "{path}"' for path in openapi.drop_unknown_fields(route.rtype, body)]
+    if unknown and mode == "Strict":
+        kind, version = route.rtype.kind, route.rtype.version
+        raise ApiStatusError(
+            400,
+            "BadRequest",
+            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+            f"strict decoding error: {', '.join(unknown)}",
+        )
+    return unknown if mode == "Warn" else []
+
+
 def dispatch(
+    cluster: Cluster,
+    route: Route,
+    method: str,
+    query: dict[str, str],
+    body: Any,
+    media: str,
+    *,
+    accept: str,
+    user_agent: str = "",
+) -> Result:
+    warnings = _field_validation(route, method, query, body, media)
+    writes = method in ("POST", "PUT") or (method == "PATCH" and media != "application/apply-patch+yaml")
+    if writes and route.subresource in (None, "scale") and "dryRun" not in query:
+        query = {**query, "fieldManager": managedfields.manager_of(query, user_agent)}
+    result = _dispatch(cluster, route, method, query, body, media, accept=accept)
+    return replace(result, warnings=tuple(warnings)) if warnings else result
+
+
+def _dispatch(
     cluster: Cluster, route: Route, method: str, query: dict[str, str], body: Any, media: str, *, accept: str
 ) -> Result:
     if route.name is None:
         if method == "GET":
             return _list(cluster, route, query, accept)
         if method == "POST":
-            return _create(cluster, route, body, dry_run="dryRun" in query)
+            created = _create(cluster, route, body, dry_run="dryRun" in query)
+            if "fieldManager" in query and isinstance(created.body, dict):
+                manager = query["fieldManager"]
+                managedfields.update(route.rtype, None, created.body, manager=manager, now=cluster.now)
+            return created
         if method == "DELETE":
             return _delete_collection(cluster, route, query)
         raise _method_not_allowed(method)
@@ -104,12 +160,13 @@ def dispatch(
                 ),
             )
         return Result(200, obj)
+    writer = query.get("fieldManager")
     if method == "PUT":
-        return _replace(cluster, route, body, dry_run="dryRun" in query)
+        return _replace(cluster, route, body, dry_run="dryRun" in query, manager=writer)
     if method == "PATCH":
         if media == "application/apply-patch+yaml":
             return _apply(cluster, route, query, body, dry_run="dryRun" in query)
-        return _patch(cluster, route, body, media, dry_run="dryRun" in query)
+        return _patch(cluster, route, body, media, dry_run="dryRun" in query, manager=writer)
     if method == "DELETE":
         return _delete(cluster, route, query, body)
     raise _method_not_allowed(method)
@@ -230,10 +287,13 @@ def _check_identity(route: Route, obj: Obj) -> None:
         meta["namespace"] = route.namespace
 
 
-def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool) -> Obj:
+def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool, manager: str | None = None) -> Obj:
     _check_identity(route, obj)
     if route.subresource == "scale":
-        return set_scale(cluster, route, obj, dry_run=dry_run)
+        return set_scale(cluster, route, obj, dry_run=dry_run, manager=manager)
+    if manager is not None and route.subresource is None:
+        current = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
+        managedfields.update(route.rtype, current, obj, manager=manager, now=cluster.now)
     if dry_run:
         old = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
 
@@ -242,22 +302,47 @@ def _write(cluster: Cluster, route: Route, obj: Obj, *, dry_run: bool) -> Obj:
             validate_update(route.rtype, old, obj)
 
         _guard(route.rtype, check)
-        return obj
+        return _as_if_written(route, old, obj)
     sub = route.subresource or ""
     stored: Obj = _guard(route.rtype, lambda: cluster.store.replace(route.rtype, obj, subresource=sub))
     return stored
 
 
-def _replace(cluster: Cluster, route: Route, body: Any, *, dry_run: bool) -> Result:
+def _as_if_written(route: Route, old: Obj, obj: Obj) -> Obj:
+    """A dry-run update's answer, as the write would have stored it: identity and resourceVersion kept,
+    the other half of a spec/status split as it is (``kubectl diff`` compares this with the live object)."""
+    shown = copy.deepcopy(obj)
+    if "status" in route.rtype.subresources:
+        if route.subresource == "status":
+            kept = {k: copy.deepcopy(v) for k, v in old.items() if k not in ("status", "metadata")}
+            shown = {**kept, "metadata": shown.get("metadata") or {}, "status": shown.get("status")}
+        elif "status" in old:
+            shown["status"] = copy.deepcopy(old["status"])
+        else:
+            shown.pop("status", None)
+    meta, before = shown.setdefault("metadata", {}), old["metadata"]
+    for field in ("uid", "creationTimestamp", "resourceVersion", "generation"):
+        if field in before:
+            meta[field] = before[field]
+    if route.subresource is None and shown.get("spec") != old.get("spec") and "generation" in before:
+        meta["generation"] = before["generation"] + 1
+    return shown
+
+
+def _replace(
+    cluster: Cluster, route: Route, body: Any, *, dry_run: bool, manager: str | None = None
+) -> Result:
     if route.subresource == "scale":
         if not isinstance(body, dict):
             raise ApiStatusError(400, "BadRequest", 'Scale in version "v1" cannot be handled as a Scale')
-        return Result(200, _write(cluster, route, body, dry_run=dry_run))
+        return Result(200, _write(cluster, route, body, dry_run=dry_run, manager=manager))
     obj = _require_object(route.rtype, body)
-    return Result(200, _write(cluster, route, obj, dry_run=dry_run))
+    return Result(200, _write(cluster, route, obj, dry_run=dry_run, manager=manager))
 
 
-def _patch(cluster: Cluster, route: Route, body: Any, media: str, *, dry_run: bool) -> Result:
+def _patch(
+    cluster: Cluster, route: Route, body: Any, media: str, *, dry_run: bool, manager: str | None = None
+) -> Result:
     if media not in _PATCH_TYPES:
         raise ApiStatusError(
             415,
@@ -292,29 +377,40 @@ def _patch(cluster: Cluster, route: Route, body: Any, media: str, *, dry_run: bo
     if isinstance(meta, dict) and meta.get("resourceVersion") == target["metadata"].get("resourceVersion"):
         # A patch is unconditional unless it names a resourceVersion itself.
         meta.pop("resourceVersion", None)
-    return Result(200, _write(cluster, route, patched, dry_run=dry_run))
+    return Result(200, _write(cluster, route, patched, dry_run=dry_run, manager=manager))
 
 
 def _apply(cluster: Cluster, route: Route, query: dict[str, str], body: Any, *, dry_run: bool) -> Result:
-    """Server-side apply, simplified: create when missing, else merge the applied fields in.
-
-    Field ownership is not tracked, so fields dropped from a later apply are kept rather than removed.
-    """
-    if not query.get("fieldManager"):
+    """Server-side apply: create when missing, else merge the configuration in; ``managedfields`` keeps
+    who owns what, refuses another manager's fields with a 409 unless ``force``, and removes the fields
+    the manager applied before and no longer applies."""
+    manager = query.get("fieldManager")
+    if not manager:
         raise ApiStatusError(400, "BadRequest", "PATCH /apply requests require fieldManager")
     if route.subresource is not None:
         raise _method_not_allowed("PATCH")
     obj = _require_object(route.rtype, body)
     _check_identity(route, obj)
-    current = cluster.store.find(route.rtype, route.namespace or "", route.name or "")
+    config = copy.deepcopy(obj)
+    force = query.get("force") in ("true", "1")
+    rtype = route.rtype
+    current = cluster.store.find(rtype, route.namespace or "", route.name or "")
     if current is None:
-        return _create(cluster, Route(route.rtype, route.namespace, None, None), obj, dry_run=dry_run)
-    media = (
-        "application/merge-patch+json"
-        if route.rtype.group == "chaos-mesh.org"
-        else "application/strategic-merge-patch+json"
-    )
-    return _patch(cluster, route, obj, media, dry_run=dry_run)
+        created = _create(cluster, Route(rtype, route.namespace, None, None), obj, dry_run=dry_run)
+        if isinstance(created.body, dict):
+            managedfields.apply(
+                rtype, None, config, created.body, manager=manager, force=force, now=cluster.now
+            )
+        return created
+    if rtype.group == "chaos-mesh.org":
+        merged = merge_patch(current, obj)
+    else:
+        merged = _guard(rtype, lambda: strategic_merge_patch(current, obj))
+    managedfields.apply(rtype, current, config, merged, manager=manager, force=force, now=cluster.now)
+    meta = merged.get("metadata")
+    if isinstance(meta, dict) and meta.get("resourceVersion") == current["metadata"].get("resourceVersion"):
+        meta.pop("resourceVersion", None)
+    return Result(200, _write(cluster, route, merged, dry_run=dry_run))
 
 
 def _evict(cluster: Cluster, route: Route) -> Result:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ApiStatusError
+from orchestrator.twin.apiserver import managedfields
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.store import PODS, Obj, conflict
@@ -34,7 +35,10 @@ def scale_of(obj: Obj) -> Obj:
     }
 
 
-def set_scale(cluster: Cluster, route: Route, scale: Obj, *, dry_run: bool) -> Obj:
+def set_scale(
+    cluster: Cluster, route: Route, scale: Obj, *, dry_run: bool, manager: str | None = None
+) -> Obj:
+    """Write ``spec.replicas`` through the scale subresource; ``manager`` takes its ownership."""
     current = cluster.store.get(route.rtype, route.namespace or "", route.name or "")
     replicas = (scale.get("spec") or {}).get("replicas", 0)
     if not isinstance(replicas, int) or isinstance(replicas, bool):
@@ -60,6 +64,10 @@ def set_scale(cluster: Cluster, route: Route, scale: Obj, *, dry_run: bool) -> O
         "spec": {**current["spec"], "replicas": replicas},
         "metadata": {k: v for k, v in current["metadata"].items() if k != "resourceVersion"},
     }
+    if manager is not None:
+        managedfields.update(
+            route.rtype, current, updated, manager=manager, now=cluster.now, subresource="scale"
+        )
     return scale_of(cluster.store.replace(route.rtype, updated))
 
 

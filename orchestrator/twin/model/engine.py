@@ -48,6 +48,7 @@ class Usage:
     periods: float = 0.0
     working_set: float = 0.0
     memory_limit: float | None = None
+    cores: float = 0.0  # the CPU rate of the last step, as a metrics-server window reports it
 
 
 @dataclass
@@ -207,7 +208,7 @@ class AppModel:
                 usage = self.usage.setdefault(key, Usage())
                 usage.memory_limit = spec.memory_limit
                 if spec.name not in pod.started:
-                    usage.working_set = 0.0
+                    usage.working_set = usage.cores = 0.0
                     continue
                 main = service is not None and spec.name == service.container_name
                 ctx = busy.get(pod.name) if main else None
@@ -221,6 +222,7 @@ class AppModel:
                 if limit is not None:
                     cores = min(cores, limit)
                 usage.cpu_seconds += cores * dt
+                usage.cores = cores
                 if limit is not None:
                     usage.periods += dt * 10.0
                     usage.throttled_periods += dt * 10.0 * max(0.0, min(1.0, (cores / limit - 0.6) / 0.4))
