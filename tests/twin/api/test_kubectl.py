@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -15,21 +14,6 @@ from tests.twin.api.support import NAMESPACE, LiveServer, run
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
-
-
-def _client_minor() -> int:
-    if KUBECTL is None:
-        return 0
-    shown = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True, text=True)
-    try:
-        return int("".join(c for c in json.loads(shown.stdout)["clientVersion"]["minor"] if c.isdigit()))
-    except (ValueError, KeyError):
-        return 0
-
-
-# kubectl learned to leave validation to the server (read from /openapi/v3) in 1.27; older clients
-# validate against /openapi/v2 protobuf schemas, which the twin does not serve.
-VALIDATE = [] if _client_minor() >= 27 else ["--validate=false"]
 
 
 def kubectl(server: LiveServer, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -179,7 +163,7 @@ def test_apply_creates_a_chaos_experiment_and_delete_removes_it(server: LiveServ
         "apiVersion: chaos-mesh.org/v1alpha1\nkind: PodChaos\nmetadata:\n  name: kill-cart\n"
         "spec:\n  action: pod-kill\n  mode: one\n  selector:\n    labelSelectors: {app: cart}\n"
     )
-    assert "created" in kubectl(server, "apply", *VALIDATE, "-f", str(manifest)).stdout
+    assert "created" in kubectl(server, "apply", "-f", str(manifest)).stdout
     assert "kill-cart" in kubectl(server, "get", "podchaos").stdout
     assert "deleted" in kubectl(server, "delete", "-f", str(manifest)).stdout
 
@@ -189,12 +173,9 @@ def test_server_side_apply_creates_then_updates(server: LiveServer, tmp_path: Pa
     manifest.write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\ndata:\n  cartFailure: 'off'\n"
     )
-    assert (
-        "serverside-applied"
-        in kubectl(server, "apply", "--server-side", *VALIDATE, "-f", str(manifest)).stdout
-    )
+    assert "serverside-applied" in kubectl(server, "apply", "--server-side", "-f", str(manifest)).stdout
     manifest.write_text(manifest.read_text().replace("'off'", "'on'"))
-    kubectl(server, "apply", "--server-side", *VALIDATE, "-f", str(manifest))
+    kubectl(server, "apply", "--server-side", "-f", str(manifest))
     value = kubectl(server, "get", "cm", "flags", "-o", "jsonpath={.data.cartFailure}").stdout
     assert value == "on"
 
