@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import socket
+import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -12,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import uvicorn
 
 from orchestrator.catalog.topology import Node
@@ -158,3 +163,40 @@ def serving(cluster: Cluster, tmp_path: Path) -> Iterator[LiveServer]:
         uv.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@contextmanager
+def forwarding(kubectl: str | None, server: LiveServer, target: str, port: str) -> Iterator[int]:
+    """``kubectl port-forward TARGET :PORT`` while the block runs; yields the local port kubectl chose."""
+    if kubectl is None:
+        pytest.skip("kubectl is not on PATH")
+    cache = str(server.kubeconfig.parent / "kc")
+    command = [
+        kubectl,
+        "--kubeconfig",
+        str(server.kubeconfig),
+        "--cache-dir",
+        cache,
+        "port-forward",
+        target,
+        f":{port}",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # kubectl prints this line once it listens
+        found = re.search(r"Forwarding from 127\.0\.0\.1:(\d+) ->", line)
+        assert found, (line, process.stderr.read() if process.stderr else "")
+        yield int(found.group(1))
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+def http_get(port: int, path: str = "/healthz") -> tuple[int, str]:
+    """A GET to 127.0.0.1:``port``: the status and the body, errors included."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()

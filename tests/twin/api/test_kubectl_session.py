@@ -1,6 +1,7 @@
 """An operator's kubectl session against the twin, with the newest kubectl on the machine: the verbs whose
 requests a real kube-apiserver reads in ways the twin first did not (protobuf bodies, OpenAPI schemas,
-strict field validation, self access reviews, event ages on the wall clock)."""
+strict field validation, self access reviews, event ages on the wall clock), and the streaming ones (logs -f,
+exec, port-forward)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,17 @@ from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.launch import RunningTwin, start_twin
 from orchestrator.twin.resources import by_plural
 from orchestrator.twin.store import DEPLOYMENTS, NAMESPACES, PODS
-from tests.twin.api.support import NAMESPACE, NODES, LiveServer, ScriptedRuntime, run, serving, shop_manifests
+from tests.twin.api.support import (
+    NAMESPACE,
+    NODES,
+    LiveServer,
+    ScriptedRuntime,
+    forwarding,
+    http_get,
+    run,
+    serving,
+    shop_manifests,
+)
 from tests.twin.twin_support import OB
 
 
@@ -415,3 +426,15 @@ def test_scaling_takes_replicas_from_the_applier(server: LiveServer, tmp_path: P
         again.stderr,
     )
     assert kubectl(server, "get", "deploy", "cart", "-o", "jsonpath={.spec.replicas}").stdout == "3"
+
+
+def test_exec_runs_env_in_the_container(server: LiveServer) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("exec needs bubblewrap")
+    shown = kubectl(server, "exec", "deploy/cart", "--", "env").stdout.splitlines()
+    assert "PORT=8080" in shown and any(line.startswith("HOSTNAME=cart-") for line in shown)
+
+
+def test_port_forward_to_a_service_returns_its_health(server: LiveServer) -> None:
+    with forwarding(KUBECTL, server, "svc/frontend", "80") as port:
+        assert http_get(port) == (200, "ok\n")

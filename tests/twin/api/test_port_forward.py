@@ -5,19 +5,16 @@ header dictionary on their own."""
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import subprocess
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from orchestrator.twin.apiserver import portforward as pf
-from tests.twin.api.support import LiveServer, ScriptedRuntime, run
+from tests.twin.api.support import LiveServer, ScriptedRuntime, forwarding, http_get, run
 
 KUBECTL = shutil.which("kubectl")
 
@@ -48,44 +45,11 @@ def test_frames_are_taken_whole_and_header_blocks_round_trip_through_the_diction
     }  # fmt: skip
 
 
-@contextmanager
-def _forwarding(server: LiveServer, target: str, port: str) -> Iterator[int]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not on PATH")
-    cache = str(server.kubeconfig.parent / "kc")
-    command = [
-        KUBECTL,
-        "--kubeconfig",
-        str(server.kubeconfig),
-        "--cache-dir",
-        cache,
-        "port-forward",
-        target,
-        f":{port}",
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()  # kubectl prints this line once it listens
-        found = re.search(r"Forwarding from 127\.0\.0\.1:(\d+) ->", line)
-        assert found, (line, process.stderr.read() if process.stderr else "")
-        yield int(found.group(1))
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
-
-
-def _get(port: int) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=30) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
 def test_kubectl_port_forward_to_a_service_reaches_its_pod_and_gets_its_health(server: LiveServer) -> None:
-    with _forwarding(server, "svc/frontend", "80") as port:
-        assert [_get(port) for _ in range(3)] == [(200, "ok\n")] * 3  # one SPDY session, a stream pair each
+    with forwarding(KUBECTL, server, "svc/frontend", "80") as port:
+        assert [http_get(port) for _ in range(3)] == [
+            (200, "ok\n")
+        ] * 3  # one SPDY session, a stream pair each
 
 
 def test_an_unready_pod_answers_503_and_an_undeclared_port_is_refused(
@@ -94,9 +58,12 @@ def test_an_unready_pod_answers_503_and_an_undeclared_port_is_refused(
     runtime.unready.add("shop/cart:1.0")
     with server.cluster.lock:
         run(server.cluster, 30)
-    with _forwarding(server, "deploy/cart", "8080") as port:
-        assert _get(port) == (503, "unavailable\n")
-    with _forwarding(server, "deploy/cart", "9999") as port, pytest.raises((urllib.error.URLError, OSError)):
+    with forwarding(KUBECTL, server, "deploy/cart", "8080") as port:
+        assert http_get(port) == (503, "unavailable\n")
+    with (
+        forwarding(KUBECTL, server, "deploy/cart", "9999") as port,
+        pytest.raises((urllib.error.URLError, OSError)),
+    ):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30)
 
 
