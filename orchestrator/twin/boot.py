@@ -20,6 +20,7 @@ from orchestrator.catalog.topology import Topology
 from orchestrator.errors import ConfigError
 from orchestrator.twin.clock import STEP_SECONDS, ClockMode, RealtimeDriver, StepClock
 from orchestrator.twin.cluster import Cluster
+from orchestrator.twin.failover import SiteFailover
 from orchestrator.twin.model.engine import AppModel
 from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
@@ -98,6 +99,7 @@ class Twin:
         )
         self.cluster.runtime = ModelRuntime(self.model)
         self.cluster.apply_manifests(docs)
+        self.failover = SiteFailover.of(self.topology)  # None for an app without an active/standby pair
         self.clock = StepClock(step_seconds=step_seconds)
         self.telemetry = Telemetry(remote_write_url=remote_write_url, keep_samples=keep_samples)
         self.next_scrape = 0.0
@@ -139,6 +141,8 @@ class Twin:
         for pushed in self.cluster.store.list(_CONFIGMAPS, REGISTRY_NAMESPACE):
             self.registry.push(pushed.get("data") or {})
         self.cluster.step(now)
+        if self.failover is not None:
+            self.failover.step(self.cluster, self.namespace, now)
         report = self.model.step(now, self.snapshot(now))
         self.requests += report.requests
         for pod in report.kills:
