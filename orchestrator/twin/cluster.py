@@ -21,6 +21,8 @@ from orchestrator.twin.controllers.endpoints import EndpointsController
 from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.jobs import JobController, job_defaults
 from orchestrator.twin.controllers.lifecycle import Kubelet
+from orchestrator.twin.controllers.namespaces import NamespaceDefaultsController
+from orchestrator.twin.controllers.podstate import qos_class
 from orchestrator.twin.controllers.replicasets import ReplicaSetController
 from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.resources import KUBERNETES_VERSION
@@ -86,6 +88,16 @@ class Cluster:
                 (SERVICES.group, SERVICES.plural): defaults.ServiceDefaults(),
                 (NAMESPACES.group, NAMESPACES.plural): lambda obj, _old: defaults.namespace(obj),
                 (JOBS.group, JOBS.plural): job_defaults,
+                ("apps", "daemonsets"): lambda obj, _old: defaults.daemonset(obj),
+                ("", "replicationcontrollers"): lambda obj, _old: defaults.replication_controller(obj),
+            }
+        )
+        self.store.initial_status.update(
+            {
+                (PODS.group, PODS.plural): lambda pod: {"phase": "Pending", "qosClass": qos_class(pod)},
+                (SERVICES.group, SERVICES.plural): defaults.service_status,
+                ("apps", "daemonsets"): defaults.daemonset_status,
+                ("", "replicationcontrollers"): defaults.replication_controller_status,
             }
         )
         self.workloads = WorkloadControllers(self.store, self.events)
@@ -96,6 +108,7 @@ class Cluster:
         self.jobs = JobController(self.store, self.events, self.kubelet.delete_pod)
         self.endpoints = EndpointsController(self.store)
         self.chaos = ChaosStatusController(self.store)
+        self.namespace_defaults = NamespaceDefaultsController(self.store)
         self._last_expiry = start
         # Clients tell clusters apart by the kube-system namespace's uid. It is fresh from the OS unless
         # given, never seeded, so two twins of one seed are two clusters; kube-system cannot be deleted,
@@ -106,6 +119,7 @@ class Cluster:
                 self.store.create(NAMESPACES, _namespace_object(namespace), uid=self.identity)
             else:
                 self.ensure_namespace(namespace)
+        self.namespace_defaults.sync()
         self._kubernetes_service()
         for index, node in enumerate(nodes):
             self.store.create(
@@ -193,9 +207,16 @@ class Cluster:
             self.workloads.update_deployment_status(now)
             self.endpoints.sync(now)
             self.chaos.sync(now)
+            self.namespace_defaults.sync()
             if now - self._last_expiry >= 60.0:
                 self.events.expire(now)
                 self._last_expiry = now
+
+    def publish_root_ca(self, pem: str) -> None:
+        """Put the CA the API server is served under in every namespace's ``kube-root-ca.crt``."""
+        with self.lock:
+            self.namespace_defaults.publish_root_ca(pem)
+            self.namespace_defaults.sync()
 
     def delete_pod(self, namespace: str, name: str, *, graceful: bool = True) -> Obj:
         """Delete a pod as the API does (Killing events; Terminating for a moment when graceful)."""

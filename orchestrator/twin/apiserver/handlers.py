@@ -18,7 +18,7 @@ from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import IMMORTAL_NAMESPACES, Cluster
 from orchestrator.twin.resources import RESOURCE_TYPES, ResourceType, by_plural
 from orchestrator.twin.selectors import parse_field_selector, parse_label_selector
-from orchestrator.twin.store import NAMESPACES, PODS, Obj
+from orchestrator.twin.store import NAMESPACES, PODS, SERVICES, Obj
 from orchestrator.twin.timefmt import rfc3339
 from orchestrator.twin.validation import validate, validate_update
 
@@ -381,7 +381,8 @@ def _delete(cluster: Cluster, route: Route, query: dict[str, str], body: Any) ->
                 else:
                     cluster.store.delete(other, name, obj["metadata"]["name"])
     gone = cluster.store.delete(rtype, namespace, name)
-    if rtype.group == "chaos-mesh.org":
+    if rtype.group == "chaos-mesh.org" or rtype is SERVICES:
+        # Registries that return the deleted object (custom resources, Services) rather than a Status.
         return Result(200, gone)
     return Result(200, _success(route, gone))
 
