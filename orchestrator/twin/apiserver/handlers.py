@@ -333,10 +333,14 @@ def _success(route: Route, obj: Obj) -> Obj:
         "metadata": {},
         "status": "Success",
         "details": {
-            "name": obj["metadata"]["name"],
-            "group": route.rtype.group,
-            "kind": route.rtype.plural,
-            "uid": obj["metadata"].get("uid"),
+            k: v
+            for k, v in (
+                ("name", obj["metadata"]["name"]),
+                ("group", route.rtype.group),  # omitted for the core group, as upstream (omitempty)
+                ("kind", route.rtype.plural),
+                ("uid", obj["metadata"].get("uid")),
+            )
+            if v
         },
     }
 

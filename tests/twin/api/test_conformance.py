@@ -63,9 +63,11 @@ def test_deleting_a_service_returns_the_service_and_other_kinds_a_status(api: cl
     assert isinstance(deleted, client.V1Service)
     assert deleted.metadata.name == "gone"
     assert _error(lambda: core.read_namespaced_service("gone", NAMESPACE)).status == 404
-    core.create_namespaced_config_map(NAMESPACE, {"metadata": {"name": "gone"}, "data": {"a": "b"}})
+    made = core.create_namespaced_config_map(NAMESPACE, {"metadata": {"name": "gone"}, "data": {"a": "b"}})
     status = core.delete_namespaced_config_map("gone", NAMESPACE)  # typed ``object``: a plain dict
     assert (status["kind"], status["status"]) == ("Status", "Success")
+    # The core group is omitted from the details, as the API server's omitempty encoding drops it.
+    assert status["details"] == {"name": "gone", "kind": "configmaps", "uid": made.metadata.uid}
 
 
 def test_every_namespace_gets_the_default_service_account_and_keeps_it(
