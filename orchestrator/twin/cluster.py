@@ -16,6 +16,7 @@ from typing import Any
 from orchestrator.catalog.topology import Node
 from orchestrator.twin import defaults
 from orchestrator.twin.controllers.chaos import ChaosStatusController
+from orchestrator.twin.controllers.daemonsets import DaemonSetController
 from orchestrator.twin.controllers.deployments import WorkloadControllers
 from orchestrator.twin.controllers.endpoints import EndpointsController
 from orchestrator.twin.controllers.events import EventRecorder
@@ -28,6 +29,7 @@ from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.resources import KUBERNETES_VERSION
 from orchestrator.twin.runtime_protocol import PodRuntime
 from orchestrator.twin.store import (
+    DAEMONSETS,
     DEPLOYMENTS,
     ENDPOINTS,
     JOBS,
@@ -35,6 +37,7 @@ from orchestrator.twin.store import (
     NODES,
     PODS,
     REPLICASETS,
+    REPLICATION_CONTROLLERS,
     SERVICES,
     Obj,
     Store,
@@ -88,16 +91,20 @@ class Cluster:
                 (SERVICES.group, SERVICES.plural): defaults.ServiceDefaults(),
                 (NAMESPACES.group, NAMESPACES.plural): lambda obj, _old: defaults.namespace(obj),
                 (JOBS.group, JOBS.plural): job_defaults,
-                ("apps", "daemonsets"): lambda obj, _old: defaults.daemonset(obj),
-                ("", "replicationcontrollers"): lambda obj, _old: defaults.replication_controller(obj),
+                (DAEMONSETS.group, DAEMONSETS.plural): lambda obj, _old: defaults.daemonset(obj),
+                (REPLICATION_CONTROLLERS.group, REPLICATION_CONTROLLERS.plural): lambda obj, _old: (
+                    defaults.replication_controller(obj)
+                ),
             }
         )
         self.store.initial_status.update(
             {
                 (PODS.group, PODS.plural): lambda pod: {"phase": "Pending", "qosClass": qos_class(pod)},
                 (SERVICES.group, SERVICES.plural): defaults.service_status,
-                ("apps", "daemonsets"): defaults.daemonset_status,
-                ("", "replicationcontrollers"): defaults.replication_controller_status,
+                (DAEMONSETS.group, DAEMONSETS.plural): defaults.daemonset_status,
+                (REPLICATION_CONTROLLERS.group, REPLICATION_CONTROLLERS.plural): (
+                    defaults.replication_controller_status
+                ),
             }
         )
         self.workloads = WorkloadControllers(self.store, self.events)
@@ -105,6 +112,14 @@ class Cluster:
             store=self.store, events=self.events, logbook=self.logbook, runtime=runtime, seed=seed
         )
         self.replicasets = ReplicaSetController(self.store, self.events, self.kubelet.delete_pod)
+        self.replication_controllers = ReplicaSetController(
+            self.store,
+            self.events,
+            self.kubelet.delete_pod,
+            kind=REPLICATION_CONTROLLERS,
+            component="replication-controller",
+        )
+        self.daemonsets = DaemonSetController(self.store, self.events, self.kubelet.delete_pod)
         self.jobs = JobController(self.store, self.events, self.kubelet.delete_pod)
         self.endpoints = EndpointsController(self.store)
         self.chaos = ChaosStatusController(self.store)
@@ -201,9 +216,13 @@ class Cluster:
             self.workloads.collect_garbage(now, self.kubelet.delete_pod)
             self.workloads.reconcile_deployments(now)
             self.replicasets.reconcile(now)
+            self.replication_controllers.reconcile(now)
+            self.daemonsets.reconcile(now)
             self.jobs.reconcile(now)
             self.kubelet.step(now)
             self.replicasets.update_status(now)
+            self.replication_controllers.update_status(now)
+            self.daemonsets.update_status(now)
             self.workloads.update_deployment_status(now)
             self.endpoints.sync(now)
             self.chaos.sync(now)

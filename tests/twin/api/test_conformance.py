@@ -124,22 +124,44 @@ def _daemonset(name: str) -> dict[str, Any]:
     }
 
 
-def test_daemonsets_and_replication_controllers_are_stored_defaulted_and_deleted(
-    api: client.ApiClient,
+def _owned_by(core: client.CoreV1Api, uid: str) -> list[Any]:
+    return [
+        p
+        for p in core.list_namespaced_pod(NAMESPACE).items
+        if any(o.uid == uid for o in p.metadata.owner_references or [])
+    ]
+
+
+def test_a_daemonset_runs_one_pod_on_every_node_and_takes_them_along(
+    api: client.ApiClient, server: LiveServer
 ) -> None:
     apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
     created = apps.create_namespaced_daemon_set(NAMESPACE, _daemonset("agent"))
     assert created.status.desired_number_scheduled == 0
-    read = apps.read_namespaced_daemon_set("agent", NAMESPACE)
-    assert read.spec.update_strategy.type == "RollingUpdate"
-    assert read.spec.template.spec.containers[0].image == "shop/cart:1.0"
+    assert created.spec.update_strategy.type == "RollingUpdate"
+    run(server.cluster, 30)
+    pods = _owned_by(core, created.metadata.uid)
+    assert sorted(p.spec.node_name for p in pods) == ["worker-a1", "worker-a2", "worker-b1"]
+    status = apps.read_namespaced_daemon_set("agent", NAMESPACE).status
+    assert (status.desired_number_scheduled, status.current_number_scheduled, status.number_ready) == (
+        3,
+        3,
+        3,
+    )
     assert [d.metadata.name for d in apps.list_namespaced_daemon_set(NAMESPACE).items] == ["agent"]
     assert apps.delete_namespaced_daemon_set("agent", NAMESPACE)["status"] == "Success"
     assert _error(lambda: apps.read_namespaced_daemon_set("agent", NAMESPACE)).status == 404
+    run(server.cluster, 5)  # the garbage collector deletes the orphans: Terminating, then gone
+    assert all(p.metadata.deletion_timestamp for p in _owned_by(core, created.metadata.uid))
+    run(server.cluster, 60)
+    assert _owned_by(core, created.metadata.uid) == []
     bad = _daemonset("bad")
     bad["spec"]["selector"] = {"matchLabels": {"app": "other"}}
     assert _error(lambda: apps.create_namespaced_daemon_set(NAMESPACE, bad)).status == 422
 
+
+def test_a_replication_controller_keeps_its_replicas(api: client.ApiClient, server: LiveServer) -> None:
+    core = client.CoreV1Api(api)
     rc = {
         "apiVersion": "v1",
         "kind": "ReplicationController",
@@ -153,15 +175,28 @@ def test_daemonsets_and_replication_controllers_are_stored_defaulted_and_deleted
         },
     }
     made = core.create_namespaced_replication_controller(NAMESPACE, rc)
-    assert (made.spec.replicas, made.spec.selector, made.metadata.labels) == (
+    assert (made.spec.replicas, made.spec.selector, made.metadata.labels, made.status.replicas) == (
         2,
         {"app": "legacy"},
         {"app": "legacy"},
+        0,
     )
+    run(server.cluster, 30)
+    pods = _owned_by(core, made.metadata.uid)
+    assert len(pods) == 2
+    core.delete_namespaced_pod(pods[0].metadata.name, NAMESPACE)
+    run(server.cluster, 30)
+    assert len(_owned_by(core, made.metadata.uid)) == 2
+    status = core.read_namespaced_replication_controller("legacy", NAMESPACE).status
+    assert (status.replicas, status.ready_replicas) == (2, 2)
+    core.patch_namespaced_replication_controller_scale("legacy", NAMESPACE, {"spec": {"replicas": 1}})
+    run(server.cluster, 10)
     scale = core.read_namespaced_replication_controller_scale("legacy", NAMESPACE)
-    assert (scale.spec.replicas, scale.status.selector) == (2, "app=legacy")
+    assert (scale.spec.replicas, scale.status.replicas, scale.status.selector) == (1, 1, "app=legacy")
     core.delete_namespaced_replication_controller("legacy", NAMESPACE, propagation_policy="Background")
+    run(server.cluster, 60)
     assert core.list_namespaced_replication_controller(NAMESPACE).items == []
+    assert _owned_by(core, made.metadata.uid) == []
 
 
 def test_rbac_objects_and_api_services_are_stored_and_served(api: client.ApiClient) -> None:
