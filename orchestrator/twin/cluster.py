@@ -16,16 +16,20 @@ from typing import Any
 from orchestrator.catalog.topology import Node
 from orchestrator.twin import defaults
 from orchestrator.twin.controllers.chaos import ChaosStatusController
+from orchestrator.twin.controllers.daemonsets import DaemonSetController
 from orchestrator.twin.controllers.deployments import WorkloadControllers
 from orchestrator.twin.controllers.endpoints import EndpointsController
 from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.jobs import JobController, job_defaults
 from orchestrator.twin.controllers.lifecycle import Kubelet
+from orchestrator.twin.controllers.namespaces import NamespaceDefaultsController
+from orchestrator.twin.controllers.podstate import qos_class
 from orchestrator.twin.controllers.replicasets import ReplicaSetController
 from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.resources import KUBERNETES_VERSION
 from orchestrator.twin.runtime_protocol import PodRuntime
 from orchestrator.twin.store import (
+    DAEMONSETS,
     DEPLOYMENTS,
     ENDPOINTS,
     JOBS,
@@ -33,6 +37,7 @@ from orchestrator.twin.store import (
     NODES,
     PODS,
     REPLICASETS,
+    REPLICATION_CONTROLLERS,
     SERVICES,
     Obj,
     Store,
@@ -89,6 +94,20 @@ class Cluster:
                 (SERVICES.group, SERVICES.plural): defaults.ServiceDefaults(),
                 (NAMESPACES.group, NAMESPACES.plural): lambda obj, _old: defaults.namespace(obj),
                 (JOBS.group, JOBS.plural): job_defaults,
+                (DAEMONSETS.group, DAEMONSETS.plural): lambda obj, _old: defaults.daemonset(obj),
+                (REPLICATION_CONTROLLERS.group, REPLICATION_CONTROLLERS.plural): lambda obj, _old: (
+                    defaults.replication_controller(obj)
+                ),
+            }
+        )
+        self.store.initial_status.update(
+            {
+                (PODS.group, PODS.plural): lambda pod: {"phase": "Pending", "qosClass": qos_class(pod)},
+                (SERVICES.group, SERVICES.plural): defaults.service_status,
+                (DAEMONSETS.group, DAEMONSETS.plural): defaults.daemonset_status,
+                (REPLICATION_CONTROLLERS.group, REPLICATION_CONTROLLERS.plural): (
+                    defaults.replication_controller_status
+                ),
             }
         )
         self.workloads = WorkloadControllers(self.store, self.events)
@@ -96,9 +115,18 @@ class Cluster:
             store=self.store, events=self.events, logbook=self.logbook, runtime=runtime, seed=seed
         )
         self.replicasets = ReplicaSetController(self.store, self.events, self.kubelet.delete_pod)
+        self.replication_controllers = ReplicaSetController(
+            self.store,
+            self.events,
+            self.kubelet.delete_pod,
+            kind=REPLICATION_CONTROLLERS,
+            component="replication-controller",
+        )
+        self.daemonsets = DaemonSetController(self.store, self.events, self.kubelet.delete_pod)
         self.jobs = JobController(self.store, self.events, self.kubelet.delete_pod)
         self.endpoints = EndpointsController(self.store)
         self.chaos = ChaosStatusController(self.store)
+        self.namespace_defaults = NamespaceDefaultsController(self.store)
         self._last_expiry = start
         # Clients tell clusters apart by the kube-system namespace's uid. It is fresh from the OS unless
         # given, never seeded, so two twins of one seed are two clusters; kube-system cannot be deleted,
@@ -109,6 +137,7 @@ class Cluster:
                 self.store.create(NAMESPACES, _namespace_object(namespace), uid=self.identity)
             else:
                 self.ensure_namespace(namespace)
+        self.namespace_defaults.sync()
         self._kubernetes_service()
         for index, node in enumerate(nodes):
             self.store.create(
@@ -190,15 +219,26 @@ class Cluster:
             self.workloads.collect_garbage(now, self.kubelet.delete_pod)
             self.workloads.reconcile_deployments(now)
             self.replicasets.reconcile(now)
+            self.replication_controllers.reconcile(now)
+            self.daemonsets.reconcile(now)
             self.jobs.reconcile(now)
             self.kubelet.step(now)
             self.replicasets.update_status(now)
+            self.replication_controllers.update_status(now)
+            self.daemonsets.update_status(now)
             self.workloads.update_deployment_status(now)
             self.endpoints.sync(now)
             self.chaos.sync(now)
+            self.namespace_defaults.sync()
             if now - self._last_expiry >= 60.0:
                 self.events.expire(now)
                 self._last_expiry = now
+
+    def publish_root_ca(self, pem: str) -> None:
+        """Put the CA the API server is served under in every namespace's ``kube-root-ca.crt``."""
+        with self.lock:
+            self.namespace_defaults.publish_root_ca(pem)
+            self.namespace_defaults.sync()
 
     def delete_pod(self, namespace: str, name: str, *, graceful: bool = True) -> Obj:
         """Delete a pod as the API does (Killing events; Terminating for a moment when graceful)."""

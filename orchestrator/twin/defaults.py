@@ -173,3 +173,54 @@ def namespace(obj: Obj) -> None:
     if isinstance(spec, dict):
         spec.setdefault("finalizers", ["kubernetes"])
     obj["status"] = {"phase": "Active"}
+
+
+def daemonset(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("revisionHistoryLimit", 10)
+    strategy = spec.setdefault("updateStrategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            if isinstance(rolling, dict):
+                rolling.setdefault("maxUnavailable", 1)
+                rolling.setdefault("maxSurge", 0)
+    _template(spec)
+
+
+def replication_controller(obj: Obj) -> None:
+    """A ReplicationController's selector and labels default to its template's labels, as upstream."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("replicas", 1)
+    spec.setdefault("minReadySeconds", 0)
+    _template(spec)
+    template = spec.get("template")
+    template_labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if isinstance(template_labels, dict) and template_labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(template_labels)
+        meta = obj.setdefault("metadata", {})
+        if isinstance(meta, dict) and not meta.get("labels"):
+            meta["labels"] = dict(template_labels)
+
+
+def service_status(_obj: Obj) -> Obj:
+    return {"loadBalancer": {}}
+
+
+def replication_controller_status(_obj: Obj) -> Obj:
+    return {"replicas": 0}
+
+
+def daemonset_status(_obj: Obj) -> Obj:
+    return {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    }

@@ -79,6 +79,7 @@ def start_twin(
     )
     token = new_token()
     certificates = issue(now=datetime.now(UTC))  # TLS validity is checked against the wall clock
+    twin.cluster.publish_root_ca(certificates.ca_pem.decode())
     try:
         with certificates.files() as tls:
             served = serve_locally(

@@ -9,6 +9,7 @@ from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_KIND, CHAOS_VERSION
 KUBERNETES_VERSION = "v1.31.4"  # the version whose API the twin serves and whose kubelet it reports
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 READ_VERBS = ("get", "list", "watch")
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,15 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(
         "",
         "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        short_names=("rc",),
+        categories=_ALL,
+        subresources=("status", "scale"),
+    ),
+    ResourceType(
+        "",
+        "v1",
         "PersistentVolumeClaim",
         "persistentvolumeclaims",
         short_names=("pvc",),
@@ -109,7 +119,29 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=_ALL,
         subresources=("status", "scale"),
     ),
+    ResourceType(
+        "apps",
+        "v1",
+        "DaemonSet",
+        "daemonsets",
+        short_names=("ds",),
+        categories=_ALL,
+        subresources=("status",),
+    ),
     ResourceType("batch", "v1", "Job", "jobs", categories=_ALL, subresources=("status",)),
+    ResourceType(RBAC_GROUP, "v1", "Role", "roles"),
+    ResourceType(RBAC_GROUP, "v1", "RoleBinding", "rolebindings"),
+    ResourceType(RBAC_GROUP, "v1", "ClusterRole", "clusterroles", namespaced=False),
+    ResourceType(RBAC_GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
+    ResourceType(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
+        namespaced=False,
+        categories=("api-extensions",),
+        subresources=("status",),
+    ),
     *(
         ResourceType(
             CHAOS_GROUP,

@@ -71,6 +71,9 @@ class Store:
         self.now = 0.0
         # Admission defaulting per (group, plural): called with the new object and the stored one (if any).
         self.defaulters: dict[tuple[str, str], Callable[[Obj, Obj | None], None]] = {}
+        # The status a new object is stored with per (group, plural), as the registry's PrepareForCreate
+        # sets it (a Pod is Pending from birth); types without one are created with no status.
+        self.initial_status: dict[tuple[str, str], Callable[[Obj], Obj]] = {}
         self.deletions = 0
         # resourceVersion of the last change per (group, plural): lets controllers skip quiet steps.
         self.last_change: dict[tuple[str, str], int] = {}
@@ -184,7 +187,10 @@ class Store:
         meta["generation"] = 1
         meta["resourceVersion"] = self._bump()
         if "status" in rtype.subresources and rtype.kind not in ("Namespace", "Node"):
-            obj.pop("status", None)
+            obj.pop("status", None)  # status is the controllers' to write, never the creator's
+            initial = self.initial_status.get((rtype.group, rtype.plural))
+            if initial is not None:
+                obj["status"] = initial(obj)
         bucket[key] = obj
         self._record("ADDED", rtype, obj)
         return obj
@@ -330,3 +336,5 @@ ENDPOINT_SLICES = _must("discovery.k8s.io", "endpointslices")
 DEPLOYMENTS = _must("apps", "deployments")
 JOBS = _must("batch", "jobs")
 REPLICASETS = _must("apps", "replicasets")
+REPLICATION_CONTROLLERS = _must("", "replicationcontrollers")
+DAEMONSETS = _must("apps", "daemonsets")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.errors import ApiStatusError
-from orchestrator.twin.resources import ResourceType
+from orchestrator.twin.resources import RBAC_GROUP, ResourceType
 from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_KIND, CHAOS_MODES
 from orchestrator.vocabulary.quantities import parse_quantity
 
@@ -87,6 +87,10 @@ def _check_name(rtype: ResourceType, name: object, causes: list[Cause]) -> None:
                     "for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
                 )
             )
+    elif rtype.group == RBAC_GROUP:
+        # RBAC names are path segments (``system:controller:...`` is a valid role name).
+        if name in (".", "..") or "/" in name or "%" in name:
+            causes.append(invalid("metadata.name", name, "may not contain '/' or '%'"))
     elif rtype.kind == "Namespace":
         if not _DNS_LABEL.match(name) or len(name) > 63:
             causes.append(
@@ -309,7 +313,7 @@ def validate(rtype: ResourceType, obj: dict[str, Any]) -> None:
     causes: list[Cause] = []
     _check_name(rtype, meta.get("name"), causes)
     _check_labels("metadata.labels", meta.get("labels"), causes)
-    if rtype.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+    if rtype.kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
         _check_workload(rtype, obj, causes)
     elif rtype.kind == "Pod":
         spec = obj.get("spec")
@@ -333,7 +337,7 @@ def validate_update(rtype: ResourceType, old: dict[str, Any], new: dict[str, Any
     """The checks only an update has: immutable selectors, and the narrow set of mutable pod fields."""
     name = str(new["metadata"].get("name"))
     causes: list[Cause] = []
-    if rtype.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+    if rtype.kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
         before, after = (old.get("spec") or {}).get("selector"), (new.get("spec") or {}).get("selector")
         if before != after:
             causes.append(invalid("spec.selector", after, "field is immutable"))

@@ -42,7 +42,12 @@ DEFAULT_WATCH_TIMEOUT_S = 1800
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 
 
+# metav1.StatusDetails' fields in the order the API server encodes them; empty ones are omitted.
+_DETAIL_FIELDS = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+
+
 def status_body(error: ApiStatusError) -> dict[str, Any]:
+    """The Status of a refusal, its fields in the API server's order (clients show the body verbatim)."""
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -50,15 +55,24 @@ def status_body(error: ApiStatusError) -> dict[str, Any]:
         "status": "Failure",
         "message": error.message,
         "reason": error.reason,
-        "code": error.code,
     }
     if error.details:
-        body["details"] = error.details
+        given = dict(error.details)
+        ordered = {k: given.pop(k) for k in _DETAIL_FIELDS if k in given}
+        body["details"] = {k: v for k, v in {**ordered, **given}.items() if v not in (None, "", [])}
+    body["code"] = error.code
     return body
 
 
+class StatusResponse(JSONResponse):
+    """A Status as the API server writes it: compact JSON ended by a newline (Go's json.Encoder)."""
+
+    def render(self, content: Any) -> bytes:
+        return super().render(content) + b"\n"
+
+
 def status_response(error: ApiStatusError) -> JSONResponse:
-    return JSONResponse(status_body(error), status_code=error.code)
+    return StatusResponse(status_body(error), status_code=error.code)
 
 
 def _not_found_path() -> ApiStatusError:

@@ -20,7 +20,7 @@ from orchestrator.twin.apiserver.tables import table, wants_table
 from orchestrator.twin.cluster import IMMORTAL_NAMESPACES, Cluster
 from orchestrator.twin.resources import RESOURCE_TYPES, ResourceType, by_plural
 from orchestrator.twin.selectors import parse_field_selector, parse_label_selector
-from orchestrator.twin.store import NAMESPACES, PODS, Obj
+from orchestrator.twin.store import NAMESPACES, PODS, SERVICES, Obj
 from orchestrator.twin.timefmt import rfc3339
 from orchestrator.twin.validation import validate, validate_update
 
@@ -429,10 +429,14 @@ def _success(route: Route, obj: Obj) -> Obj:
         "metadata": {},
         "status": "Success",
         "details": {
-            "name": obj["metadata"]["name"],
-            "group": route.rtype.group,
-            "kind": route.rtype.plural,
-            "uid": obj["metadata"].get("uid"),
+            k: v
+            for k, v in (
+                ("name", obj["metadata"]["name"]),
+                ("group", route.rtype.group),  # omitted for the core group, as upstream (omitempty)
+                ("kind", route.rtype.plural),
+                ("uid", obj["metadata"].get("uid")),
+            )
+            if v
         },
     }
 
@@ -477,7 +481,8 @@ def _delete(cluster: Cluster, route: Route, query: dict[str, str], body: Any) ->
                 else:
                     cluster.store.delete(other, name, obj["metadata"]["name"])
     gone = cluster.store.delete(rtype, namespace, name)
-    if rtype.group == "chaos-mesh.org":
+    if rtype.group == "chaos-mesh.org" or rtype is SERVICES:
+        # Registries that return the deleted object (custom resources, Services) rather than a Status.
         return Result(200, gone)
     return Result(200, _success(route, gone))
 

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 
 def scale_of(obj: Obj) -> Obj:
-    selector = (obj["spec"].get("selector") or {}).get("matchLabels") or {}
+    selector = obj["spec"].get("selector") or {}
+    if obj.get("kind") != "ReplicationController":  # the one kind whose selector is a plain label map
+        selector = selector.get("matchLabels") or {}
     meta = obj["metadata"]
     return {
         "kind": "Scale",

@@ -33,7 +33,16 @@ from orchestrator.twin.controllers.workloads import (
     unavailable_of,
     without_hash,
 )
-from orchestrator.twin.store import DEPLOYMENTS, JOBS, PODS, REPLICASETS, Obj, Store
+from orchestrator.twin.store import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    JOBS,
+    PODS,
+    REPLICASETS,
+    REPLICATION_CONTROLLERS,
+    Obj,
+    Store,
+)
 
 
 class WorkloadControllers:
@@ -60,8 +69,12 @@ class WorkloadControllers:
             owner = controller_uid(rs)
             if owner is not None and owner not in alive:
                 self.store.delete(REPLICASETS, rs["metadata"]["namespace"], rs["metadata"]["name"])
-        # A pod's controller is a ReplicaSet or a Job.
-        alive_owners = {o["metadata"]["uid"] for kind in (REPLICASETS, JOBS) for o in self.store.values(kind)}
+        # A pod's controller is a ReplicaSet, a Job, a ReplicationController or a DaemonSet.
+        alive_owners = {
+            o["metadata"]["uid"]
+            for kind in (REPLICASETS, JOBS, REPLICATION_CONTROLLERS, DAEMONSETS)
+            for o in self.store.values(kind)
+        }
         for pod in sorted(self.store.values(PODS), key=object_key):
             owner = controller_uid(pod)
             deleting = pod["metadata"].get("deletionTimestamp")

@@ -8,6 +8,7 @@ from typing import Any
 
 from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.workloads import group_by_owner, object_key, owner_reference
+from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.store import PODS, REPLICASETS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339
 
@@ -43,20 +44,33 @@ def _deletion_rank(pod: Obj) -> tuple[int, int, int, int]:
 
 
 class ReplicaSetController:
-    def __init__(self, store: Store, events: EventRecorder, delete_pod: DeletePod) -> None:
+    """Also the replication controller's part for ReplicationControllers (``kind``): the same loop upstream,
+    keyed by a plain label selector instead of a LabelSelector."""
+
+    def __init__(
+        self,
+        store: Store,
+        events: EventRecorder,
+        delete_pod: DeletePod,
+        *,
+        kind: ResourceType = REPLICASETS,
+        component: str = "replicaset-controller",
+    ) -> None:
         self.store = store
         self.events = events
         self.delete_pod = delete_pod
+        self.kind = kind
+        self.component = component
         self._reconciled = -1
         self._status_synced = -1
 
     def reconcile(self, now: float) -> None:
-        if not self.store.changed_since(self._reconciled, PODS, REPLICASETS):
+        if not self.store.changed_since(self._reconciled, PODS, self.kind):
             return
         by_owner = group_by_owner(
             p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
         )
-        for rs in sorted(self.store.values(REPLICASETS), key=object_key):
+        for rs in sorted(self.store.values(self.kind), key=object_key):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             wanted = int(rs["spec"].get("replicas", 1))
             if len(pods) < wanted:
@@ -71,7 +85,7 @@ class ReplicaSetController:
                         involved=rs,
                         reason="SuccessfulDelete",
                         now=now,
-                        component="replicaset-controller",
+                        component=self.component,
                         message=f"Deleted pod: {pod['metadata']['name']}",
                     )
         self._reconciled = self.store.resource_version
@@ -101,18 +115,18 @@ class ReplicaSetController:
             involved=rs,
             reason="SuccessfulCreate",
             now=now,
-            component="replicaset-controller",
+            component=self.component,
             message=f"Created pod: {name}",
         )
 
     def update_status(self, now: float) -> None:
-        waiting = any(r["spec"].get("minReadySeconds") for r in self.store.values(REPLICASETS))
-        if not waiting and not self.store.changed_since(self._status_synced, PODS, REPLICASETS):
+        waiting = any(r["spec"].get("minReadySeconds") for r in self.store.values(self.kind))
+        if not waiting and not self.store.changed_since(self._status_synced, PODS, self.kind):
             return
         by_owner = group_by_owner(
             p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
         )
-        for rs in sorted(self.store.values(REPLICASETS), key=object_key):
+        for rs in sorted(self.store.values(self.kind), key=object_key):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             min_ready = int(rs["spec"].get("minReadySeconds", 0))
             ready = [p for p in pods if pod_ready(p)]
@@ -126,5 +140,5 @@ class ReplicaSetController:
                 status["availableReplicas"] = len(available)
             status["observedGeneration"] = rs["metadata"].get("generation", 1)
             if status != rs.get("status"):
-                self.store.put(REPLICASETS, {**rs, "status": status})
+                self.store.put(self.kind, {**rs, "status": status})
         self._status_synced = self.store.resource_version
