@@ -48,6 +48,17 @@ def test_an_image_no_registry_holds_cannot_be_pulled() -> None:
     assert not verdict.image_known and not verdict.starts
 
 
+def test_public_utility_images_run_and_do_not_stand_in_for_an_app_image() -> None:
+    runtime, pods = _runtime()
+    pod = pod_of(pods, "paymentservice")
+    for image in ("busybox", "docker.io/library/busybox:1.36", "nginx:1.27", "python:3.12-slim"):
+        container(pod)["image"] = image
+        verdict = runtime.verdict(pod, container(pod), 20.0)
+        assert verdict.image_known and verdict.starts, image
+    container(pod)["image"] = "redis:0.0-missing"  # an app's image with a tag nobody built stays missing
+    assert not runtime.verdict(pod, container(pod), 20.0).image_known
+
+
 def test_a_cleared_address_exits_at_start_with_the_services_own_message() -> None:
     runtime, pods = _runtime()
     pod = pod_of(pods, "recommendationservice")

@@ -1,7 +1,8 @@
 """The resource metrics API (``metrics.k8s.io/v1beta1``) as metrics-server serves it: ``kubectl top``.
 
 PodMetrics carry each running container's CPU rate over the twin's last step and its working set, read
-from the app model's cAdvisor-like usage; NodeMetrics sum the pods bound to each node. Only a twin with an
+from the app model's cAdvisor-like usage (an idle usage, ``IDLE``, for a container the model does not
+simulate, as a busybox pod beside the app); NodeMetrics sum the pods bound to each node. Only a twin with an
 app model serves the group (a bare cluster has no usage to report).
 """
 
@@ -22,6 +23,9 @@ from orchestrator.twin.timefmt import rfc3339
 GROUP, VERSION = "metrics.k8s.io", "v1beta1"
 GROUP_VERSION = f"{GROUP}/{VERSION}"
 WINDOW = "15s"
+# A running container the app model does not simulate (a utility pod beside the app: busybox, a debug
+# shell) idles: no CPU to speak of, the working set of a shell.
+IDLE = (0.0, 1024.0 * 1024.0)
 
 
 class ContainerUsage(Protocol):
@@ -73,15 +77,10 @@ def _pod_metrics(
     containers = []
     for container in pod["spec"].get("containers", []):
         found = usage.get((meta["name"], container["name"]))
-        if found is not None:
-            containers.append(
-                {
-                    "name": container["name"],
-                    "usage": {"cpu": _cpu(found.cores), "memory": _memory(found.working_set)},
-                }
-            )
-    if not containers:
-        return None
+        cores, working_set = (found.cores, found.working_set) if found is not None else IDLE
+        containers.append(
+            {"name": container["name"], "usage": {"cpu": _cpu(cores), "memory": _memory(working_set)}}
+        )
     return {
         "kind": "PodMetrics",
         "apiVersion": GROUP_VERSION,

@@ -2,7 +2,10 @@
 
 The base version of every service behaves normally; a code-fault build (an image tag from the catalog)
 behaves as its catalog entry says; a build pushed into the cluster's registry namespace behaves as the
-build it names; any other reference does not exist (ErrImagePull).
+build it names; the general-purpose images of the public registry (``PUBLIC_IMAGES``, any tag: what an
+operator or a client's own tests run beside the app) run as healthy containers of no app service, and
+``pods/exec`` into one runs the command for real in a sandbox; any other reference does not exist
+(ErrImagePull).
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ class Build:
     behaviour: BuildBehaviour | None  # None: the base version, healthy
     log_message: str | None = None
     log_service: str | None = None
+
+
+# Short names of utility images every public registry serves; none is the image of an app service, so an
+# app's missing tag (a code fault's ErrImagePull) stays missing.
+PUBLIC_IMAGES = frozenset({"busybox", "alpine", "debian", "ubuntu", "nginx", "python", "curl"})
 
 
 @lru_cache(maxsize=4096)
@@ -76,7 +84,11 @@ class ImageRegistry:
 
     def lookup(self, image: str) -> Build | None:
         """The build an image reference names, or None when no registry holds it."""
-        return self._builds.get(split_image(image))
+        name, tag = split_image(image)
+        found = self._builds.get((name, tag))
+        if found is None and name in PUBLIC_IMAGES:
+            return Build(service="", tag=tag, behaviour=None)
+        return found
 
     def __len__(self) -> int:
         return len(self._builds)
