@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import client, config
 
 from orchestrator.twin.cluster import Cluster
 from tests.twin.api.support import NODES, LiveServer, ScriptedRuntime, run, serving, shop_manifests
@@ -28,3 +29,9 @@ def cluster(runtime: ScriptedRuntime) -> Cluster:
 def server(cluster: Cluster, tmp_path: Path) -> Iterator[LiveServer]:
     with serving(cluster, tmp_path) as live:
         yield live
+
+
+@pytest.fixture
+def api(server: LiveServer) -> client.ApiClient:
+    """The official client, configured from the served twin's kubeconfig."""
+    return config.new_client_from_config(config_file=str(server.kubeconfig))

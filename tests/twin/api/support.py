@@ -9,7 +9,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from kubernetes.client.rest import ApiException
 
 from orchestrator.catalog.topology import Node
 from orchestrator.twin.apiserver.app import build_app
@@ -200,3 +201,30 @@ def http_get(port: int, path: str = "/healthz") -> tuple[int, str]:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
+
+
+def run_kubectl(
+    binary: str | None, server: LiveServer, *args: str, check: bool = True, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """kubectl ``binary`` with the served twin's kubeconfig and a cache of its own (skips without kubectl);
+    with ``check``, a non-zero exit fails the test with kubectl's stderr."""
+    if binary is None:
+        pytest.skip("kubectl is not on PATH")
+    cache = server.kubeconfig.parent / "kube-cache"
+    done = subprocess.run(
+        [binary, "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(cache), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def api_error(call: Callable[[], object]) -> ApiException:
+    """The ``ApiException`` ``call`` raises (the test fails if it raises none)."""
+    with pytest.raises(ApiException) as caught:
+        call()
+    return caught.value

@@ -11,22 +11,10 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client, config, utils
-from kubernetes.client.rest import ApiException
 
 from orchestrator.twin.launch import RunningTwin
-from tests.twin.api.support import NAMESPACE, LiveServer, run
+from tests.twin.api.support import NAMESPACE, LiveServer, api_error, run
 from tests.twin.twin_support import OB, served
-
-
-@pytest.fixture
-def api(server: LiveServer) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(server.kubeconfig))
-
-
-def _error(call: Any) -> ApiException:
-    with pytest.raises(ApiException) as caught:
-        call()
-    return caught.value
 
 
 def _pod(name: str, image: str = "shop/cart:1.0") -> dict[str, Any]:
@@ -62,7 +50,7 @@ def test_deleting_a_service_returns_the_service_and_other_kinds_a_status(api: cl
     deleted = core.delete_namespaced_service("gone", NAMESPACE, body={})
     assert isinstance(deleted, client.V1Service)
     assert deleted.metadata.name == "gone"
-    assert _error(lambda: core.read_namespaced_service("gone", NAMESPACE)).status == 404
+    assert api_error(lambda: core.read_namespaced_service("gone", NAMESPACE)).status == 404
     made = core.create_namespaced_config_map(NAMESPACE, {"metadata": {"name": "gone"}, "data": {"a": "b"}})
     status = core.delete_namespaced_config_map("gone", NAMESPACE)  # typed ``object``: a plain dict
     assert (status["kind"], status["status"]) == ("Status", "Success")
@@ -89,7 +77,7 @@ def test_every_namespace_gets_the_default_service_account_and_keeps_it(
 
 def test_the_root_ca_is_published_in_every_namespace(api: client.ApiClient, server: LiveServer) -> None:
     core = client.CoreV1Api(api)
-    assert _error(lambda: core.read_namespaced_config_map("kube-root-ca.crt", NAMESPACE)).status == 404
+    assert api_error(lambda: core.read_namespaced_config_map("kube-root-ca.crt", NAMESPACE)).status == 404
     pem = server.credentials.ca_pem.decode()
     server.cluster.publish_root_ca(pem)
     for namespace in ("default", NAMESPACE):
@@ -150,14 +138,14 @@ def test_a_daemonset_runs_one_pod_on_every_node_and_takes_them_along(
     )
     assert [d.metadata.name for d in apps.list_namespaced_daemon_set(NAMESPACE).items] == ["agent"]
     assert apps.delete_namespaced_daemon_set("agent", NAMESPACE)["status"] == "Success"
-    assert _error(lambda: apps.read_namespaced_daemon_set("agent", NAMESPACE)).status == 404
+    assert api_error(lambda: apps.read_namespaced_daemon_set("agent", NAMESPACE)).status == 404
     run(server.cluster, 5)  # the garbage collector deletes the orphans: Terminating, then gone
     assert all(p.metadata.deletion_timestamp for p in _owned_by(core, created.metadata.uid))
     run(server.cluster, 60)
     assert _owned_by(core, created.metadata.uid) == []
     bad = _daemonset("bad")
     bad["spec"]["selector"] = {"matchLabels": {"app": "other"}}
-    assert _error(lambda: apps.create_namespaced_daemon_set(NAMESPACE, bad)).status == 422
+    assert api_error(lambda: apps.create_namespaced_daemon_set(NAMESPACE, bad)).status == 422
 
 
 def test_a_replication_controller_keeps_its_replicas(api: client.ApiClient, server: LiveServer) -> None:
@@ -229,7 +217,7 @@ def test_rbac_objects_and_api_services_are_stored_and_served(api: client.ApiClie
     assert rbac.read_cluster_role("system:pod-reader").rules[0].verbs == ["get", "list", "watch"]
     assert rbac.read_cluster_role_binding("read-pods-everywhere").subjects[0].name == "default"
     assert rbac.delete_namespaced_role("pod-reader", NAMESPACE)["status"] == "Success"
-    assert _error(lambda: rbac.read_namespaced_role("pod-reader", NAMESPACE)).status == 404
+    assert api_error(lambda: rbac.read_namespaced_role("pod-reader", NAMESPACE)).status == 404
 
     registration = client.ApiregistrationV1Api(api)
     registration.create_api_service(
@@ -264,7 +252,7 @@ def test_already_exists_is_the_api_servers_status_byte_for_byte(
     )
     apps = client.AppsV1Api(api)
     current = api.sanitize_for_serialization(apps.read_namespaced_deployment("cart", NAMESPACE))
-    duplicate = _error(lambda: apps.create_namespaced_deployment(NAMESPACE, current))
+    duplicate = api_error(lambda: apps.create_namespaced_deployment(NAMESPACE, current))
     assert json.loads(duplicate.body) == {
         "kind": "Status",
         "apiVersion": "v1",

@@ -10,24 +10,14 @@ from pathlib import Path
 import pytest
 
 from orchestrator.twin.store import REPLICASETS
-from tests.twin.api.support import NAMESPACE, LiveServer, run
+from tests.twin.api.support import NAMESPACE, LiveServer, run, run_kubectl
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
 
 
 def kubectl(server: LiveServer, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL is not None
-    cache = server.kubeconfig.parent / "kube-cache"
-    done = subprocess.run(
-        [KUBECTL, "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(cache), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+    return run_kubectl(KUBECTL, server, *args, check=check)
 
 
 def advance(server: LiveServer, seconds: float) -> None:

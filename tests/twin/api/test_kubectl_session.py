@@ -33,6 +33,7 @@ from tests.twin.api.support import (
     forwarding,
     http_get,
     run,
+    run_kubectl,
     serving,
     shop_manifests,
 )
@@ -65,17 +66,7 @@ def _minor() -> int:
 
 
 def kubectl(server: LiveServer, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL is not None
-    cache = server.kubeconfig.parent / "kube-cache"
-    done = subprocess.run(
-        [KUBECTL, "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(cache), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+    return run_kubectl(KUBECTL, server, *args, check=check)
 
 
 def test_create_sends_protobuf_bodies_the_twin_stores_as_their_json_form(server: LiveServer) -> None:

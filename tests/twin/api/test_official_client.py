@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import httpx
-import pytest
-from kubernetes import client, config, watch
-from kubernetes.client.rest import ApiException
+from kubernetes import client, watch
 
 from orchestrator.twin.store import DEPLOYMENTS
-from tests.twin.api.support import NAMESPACE, LiveServer, run
+from tests.twin.api.support import NAMESPACE, LiveServer, api_error, run
 
 NETWORK_CHAOS = {
     "apiVersion": "chaos-mesh.org/v1alpha1",
@@ -25,17 +22,6 @@ NETWORK_CHAOS = {
         "delay": {"latency": "200ms"},
     },
 }
-
-
-@pytest.fixture
-def api(server: LiveServer) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(server.kubeconfig))
-
-
-def _error(call: Any) -> ApiException:
-    with pytest.raises(ApiException) as caught:
-        call()
-    return caught.value
 
 
 def test_pods_are_listed_running_with_owner_references(api: client.ApiClient) -> None:
@@ -129,41 +115,43 @@ def test_pod_logs_honour_tail_timestamps_and_previous(api: client.ApiClient, ser
     tail = core.read_namespaced_pod_log(pod, NAMESPACE, tail_lines=1, timestamps=True)
     assert tail == "2026-01-01T00:00:19.500000000Z served GET /cart\n"
     assert core.read_namespaced_pod_log(pod, NAMESPACE, since_seconds=1) == "served GET /cart\n"
-    assert _error(lambda: core.read_namespaced_pod_log(pod, NAMESPACE, since_seconds=0)).status == 422
-    assert _error(lambda: core.read_namespaced_pod_log(pod, NAMESPACE, previous=True)).status == 400
-    assert _error(lambda: core.read_namespaced_pod_log(pod, NAMESPACE, container="nope")).status == 400
+    assert api_error(lambda: core.read_namespaced_pod_log(pod, NAMESPACE, since_seconds=0)).status == 422
+    assert api_error(lambda: core.read_namespaced_pod_log(pod, NAMESPACE, previous=True)).status == 400
+    assert api_error(lambda: core.read_namespaced_pod_log(pod, NAMESPACE, container="nope")).status == 400
 
 
 def test_missing_duplicate_and_stale_objects_are_404_409_409(api: client.ApiClient) -> None:
     apps = client.AppsV1Api(api)
-    missing = _error(lambda: apps.read_namespaced_deployment("nope", NAMESPACE))
+    missing = api_error(lambda: apps.read_namespaced_deployment("nope", NAMESPACE))
     assert (missing.status, json.loads(missing.body)["reason"]) == (404, "NotFound")
     current = apps.read_namespaced_deployment("cart", NAMESPACE)
-    duplicate = _error(
+    duplicate = api_error(
         lambda: apps.create_namespaced_deployment(
             NAMESPACE, api.sanitize_for_serialization(current) | {"metadata": {"name": "cart"}}
         )
     )
     assert (duplicate.status, json.loads(duplicate.body)["reason"]) == (409, "AlreadyExists")
     apps.patch_namespaced_deployment("cart", NAMESPACE, {"metadata": {"labels": {"tier": "backend"}}})
-    stale = _error(lambda: apps.replace_namespaced_deployment("cart", NAMESPACE, current))
+    stale = api_error(lambda: apps.replace_namespaced_deployment("cart", NAMESPACE, current))
     assert (stale.status, json.loads(stale.body)["reason"]) == (409, "Conflict")
 
 
 def test_invalid_objects_are_422_with_causes_and_change_nothing(api: client.ApiClient) -> None:
     apps = client.AppsV1Api(api)
     before = apps.read_namespaced_deployment("cart", NAMESPACE).metadata.resource_version
-    negative = _error(lambda: apps.patch_namespaced_deployment("cart", NAMESPACE, {"spec": {"replicas": -1}}))
+    negative = api_error(
+        lambda: apps.patch_namespaced_deployment("cart", NAMESPACE, {"spec": {"replicas": -1}})
+    )
     status = json.loads(negative.body)
     assert (negative.status, status["reason"]) == (422, "Invalid")
     assert status["details"]["causes"][0]["field"] == "spec.replicas"
-    bad_scale = _error(
+    bad_scale = api_error(
         lambda: apps.patch_namespaced_deployment_scale("cart", NAMESPACE, {"spec": {"replicas": -2}})
     )
     assert bad_scale.status == 422
     assert apps.read_namespaced_deployment("cart", NAMESPACE).metadata.resource_version == before
     bad_name = {"metadata": {"name": "Bad_Name"}, "data": {"a": "b"}}
-    invalid = _error(lambda: client.CoreV1Api(api).create_namespaced_config_map(NAMESPACE, bad_name))
+    invalid = api_error(lambda: client.CoreV1Api(api).create_namespaced_config_map(NAMESPACE, bad_name))
     assert (invalid.status, json.loads(invalid.body)["details"]["causes"][0]["field"]) == (
         422,
         "metadata.name",

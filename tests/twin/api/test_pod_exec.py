@@ -18,7 +18,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 from kubernetes.stream.ws_client import ERROR_CHANNEL
 
-from tests.twin.api.support import NAMESPACE, LiveServer, run
+from tests.twin.api.support import NAMESPACE, LiveServer, run, run_kubectl
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -172,17 +172,7 @@ def test_exec_into_a_missing_pod_fails_with_its_status(core: client.CoreV1Api) -
 
 
 def _kubectl(server: LiveServer, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not on PATH")
-    command = [
-        kubectl,
-        "--kubeconfig",
-        str(server.kubeconfig),
-        "--cache-dir",
-        str(server.kubeconfig.parent / "kc"),
-    ]
-    return subprocess.run([*command, *args], input=stdin, capture_output=True, text=True, timeout=60)
+    return run_kubectl(shutil.which("kubectl"), server, *args, check=False, stdin=stdin)
 
 
 def test_kubectl_exec_runs_the_command_passes_stdin_and_exits_with_its_code(
