@@ -77,14 +77,7 @@ def deployment(obj: Obj) -> None:
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
-    strategy = spec.setdefault("strategy", {})
-    if isinstance(strategy, dict):
-        strategy.setdefault("type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            rolling = strategy.setdefault("rollingUpdate", {})
-            if isinstance(rolling, dict):
-                rolling.setdefault("maxSurge", "25%")
-                rolling.setdefault("maxUnavailable", "25%")
+    _rolling_update(spec.setdefault("strategy", {}), maxSurge="25%", maxUnavailable="25%")
     _template(spec)
 
 
@@ -175,19 +168,23 @@ def namespace(obj: Obj) -> None:
     obj["status"] = {"phase": "Active"}
 
 
-def daemonset(obj: Obj) -> None:
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return
-    spec.setdefault("revisionHistoryLimit", 10)
-    strategy = spec.setdefault("updateStrategy", {})
+def _rolling_update(strategy: object, **limits: object) -> None:
+    """A strategy that is a RollingUpdate unless it says otherwise, with the kind's default limits."""
     if isinstance(strategy, dict):
         strategy.setdefault("type", "RollingUpdate")
         if strategy["type"] == "RollingUpdate":
             rolling = strategy.setdefault("rollingUpdate", {})
             if isinstance(rolling, dict):
-                rolling.setdefault("maxUnavailable", 1)
-                rolling.setdefault("maxSurge", 0)
+                for key, value in limits.items():
+                    rolling.setdefault(key, value)
+
+
+def daemonset(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("revisionHistoryLimit", 10)
+    _rolling_update(spec.setdefault("updateStrategy", {}), maxUnavailable=1, maxSurge=0)
     _template(spec)
 
 

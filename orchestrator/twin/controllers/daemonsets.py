@@ -6,12 +6,11 @@ before scheduling moved to the default scheduler), and a changed template does n
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.replicasets import DeletePod, pod_ready
-from orchestrator.twin.controllers.workloads import group_by_owner, object_key, owner_reference
+from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner, object_key
 from orchestrator.twin.store import DAEMONSETS, NODES, PODS, Obj, Store
 
 COMPONENT = "daemonset-controller"
@@ -50,27 +49,7 @@ class DaemonSetController:
         self._reconciled = self.store.resource_version
 
     def _create_pod(self, ds: Obj, node: str, now: float) -> None:
-        template = json.loads(json.dumps(ds["spec"]["template"]))
-        meta = template.get("metadata") or {}
-        owner = ds["metadata"]
-        name = f"{owner['name']}-{self.store.random_suffix()}"
-        while self.store.find(PODS, owner["namespace"], name) is not None:
-            name = f"{owner['name']}-{self.store.random_suffix()}"
-        pod: Obj = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "generateName": f"{owner['name']}-",
-                "namespace": owner["namespace"],
-                "labels": dict(meta.get("labels") or {}),
-                "ownerReferences": [owner_reference(ds)],
-            },
-            "spec": {**(template.get("spec") or {}), "nodeName": node},
-        }
-        if meta.get("annotations"):
-            pod["metadata"]["annotations"] = dict(meta["annotations"])
-        self.store.create(PODS, pod)
+        name = create_owned_pod(self.store, ds, node=node)
         self._record(ds, "SuccessfulCreate", f"Created pod: {name}", now)
 
     def _record(self, ds: Obj, reason: str, message: str, now: float) -> None:

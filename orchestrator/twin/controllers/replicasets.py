@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from orchestrator.twin.controllers.events import EventRecorder
-from orchestrator.twin.controllers.workloads import group_by_owner, object_key, owner_reference
+from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner, object_key
 from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.store import PODS, REPLICASETS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339
@@ -91,26 +90,7 @@ class ReplicaSetController:
         self._reconciled = self.store.resource_version
 
     def _create_pod(self, rs: Obj, now: float) -> None:
-        template = json.loads(json.dumps(rs["spec"]["template"]))
-        meta = template.get("metadata") or {}
-        name = f"{rs['metadata']['name']}-{self.store.random_suffix()}"
-        while self.store.find(PODS, rs["metadata"]["namespace"], name) is not None:
-            name = f"{rs['metadata']['name']}-{self.store.random_suffix()}"
-        pod: Obj = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "generateName": f"{rs['metadata']['name']}-",
-                "namespace": rs["metadata"]["namespace"],
-                "labels": dict(meta.get("labels") or {}),
-                "ownerReferences": [owner_reference(rs)],
-            },
-            "spec": template.get("spec") or {},
-        }
-        if meta.get("annotations"):
-            pod["metadata"]["annotations"] = dict(meta["annotations"])
-        self.store.create(PODS, pod)
+        name = create_owned_pod(self.store, rs)
         self.events.record(
             involved=rs,
             reason="SuccessfulCreate",

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from orchestrator.twin.store import Obj
+from orchestrator.twin.store import PODS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339, rfc3339
 
 REVISION = "deployment.kubernetes.io/revision"
@@ -43,6 +43,34 @@ def owner_reference(owner: Obj) -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def create_owned_pod(store: Store, owner: Obj, *, node: str | None = None) -> str:
+    """Create a pod from ``owner``'s template, named after it with a random suffix, owned by it (and bound to
+    ``node`` when given, as a DaemonSet's pods are); returns its name. Side effects: the store."""
+    template = json.loads(json.dumps(owner["spec"]["template"]))
+    meta = template.get("metadata") or {}
+    owner_meta = owner["metadata"]
+    name = f"{owner_meta['name']}-{store.random_suffix()}"
+    while store.find(PODS, owner_meta["namespace"], name) is not None:
+        name = f"{owner_meta['name']}-{store.random_suffix()}"
+    spec = template.get("spec") or {}
+    pod: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "generateName": f"{owner_meta['name']}-",
+            "namespace": owner_meta["namespace"],
+            "labels": dict(meta.get("labels") or {}),
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "spec": {**spec, "nodeName": node} if node is not None else spec,
+    }
+    if meta.get("annotations"):
+        pod["metadata"]["annotations"] = dict(meta["annotations"])
+    store.create(PODS, pod)
+    return name
 
 
 def template_hash(template: Obj, collisions: int = 0) -> str:
