@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 import orchestrator
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.run import forwarding
+from orchestrator.sandboxing import SYSTEM, drop_privileges, system_binds
 
 WORKSPACE = "/workspace"
 RUN = "/run/marathon"
@@ -47,10 +48,6 @@ SOCKETS = f"{RUN}/sockets"
 AGENT_UID = 65534  # nobody: used when the orchestrator runs as root
 PACKAGE_DIR = Path(orchestrator.__file__).resolve().parent
 FORWARDER = Path(forwarding.__file__).resolve()
-# What of /etc a program needs: users and groups, name service, certificates, time zone, linker cache.
-ETC = ("passwd", "group", "nsswitch.conf", "hosts", "localtime", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-       "ssl", "ca-certificates", "alternatives", "mime.types", "os-release")  # fmt: skip
-SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 PROBE_TIMEOUT_S = 30.0
 ARGS_PIPE_BYTES = 60_000  # under Linux's 64 KiB pipe buffer
 
@@ -72,19 +69,6 @@ def _unavailable(why: str) -> SandboxUnavailable:
     return SandboxUnavailable(
         "cannot create the agent sandbox", [Problem("run configuration", None, "sandbox", "bwrap", message)]
     )
-
-
-def _system_binds() -> list[str]:
-    args: list[str] = []
-    for path in SYSTEM:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    args += ["--perms", "0755", "--dir", "/etc"]
-    for name in ETC:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    return args
 
 
 def _python_paths() -> list[Path]:
@@ -186,7 +170,7 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # fmt: skip
         if not self.as_root:
             args.append("--unshare-user")
-        args += _system_binds()
+        args += system_binds()
         binds: list[tuple[str, str, str]] = []
         bound: list[Path] = []
         for path in [*_python_paths(), *self.readonly, *command_paths(command)]:
@@ -205,9 +189,7 @@ class Sandbox:
             args += [option, source, target]
         args += ["--chdir", WORKSPACE, "--"]
         if self.as_root:
-            setpriv = shutil.which("setpriv") or "setpriv"
-            args += [setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
-                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
+            args += drop_privileges(self.uid)
         args += [sys.executable, "-I", "-S", str(FORWARDER)]
         for port, socket in self._routes:
             args += ["--tcp", f"{port}={socket}"]

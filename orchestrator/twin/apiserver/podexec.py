@@ -36,6 +36,7 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from orchestrator.errors import ApiStatusError
+from orchestrator.sandboxing import drop_privileges, system_binds
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.resources import BY_PLURAL
 
@@ -45,17 +46,6 @@ EXEC_LIMIT_S = 300.0
 NOBODY = 65534
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KUBERNETES_SERVICE = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-# What of the host's /etc a program in the sandbox needs: users, name service, time zone, linker cache.
-ETC = (
-    "passwd",
-    "group",
-    "nsswitch.conf",
-    "localtime",
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "alternatives",
-)
 _PODS = BY_PLURAL[("", "pods")]
 _CONFIGMAPS = BY_PLURAL[("", "configmaps")]
 _SECRETS = BY_PLURAL[("", "secrets")]
@@ -239,20 +229,10 @@ def sandbox(container: Container, command: tuple[str, ...]) -> Iterator[list[str
         as_root = os.geteuid() == 0
         argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
-                "--hostname", container.hostname, "--ro-bind", "/usr", "/usr", "--proc", "/proc",
-                "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--dir", "/root", "--dir", "/etc",
-                "--chdir", "/"]  # fmt: skip
+                "--hostname", container.hostname, "--proc", "/proc", "--dev", "/dev", "--perms", "1777",
+                "--tmpfs", "/tmp", "--dir", "/root", "--chdir", "/", *system_binds()]  # fmt: skip
         if not as_root:  # an unprivileged caller gets a user namespace of its own (and no capability)
             argv += ["--unshare-user", "--cap-drop", "ALL"]
-        for link in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            target = Path("/") / link
-            if target.is_symlink():
-                argv += ["--symlink", os.readlink(target), f"/{link}"]
-            elif target.is_dir():
-                argv += ["--ro-bind", str(target), f"/{link}"]
-        for name in ETC:
-            if (Path("/etc") / name).exists():
-                argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         hosts = f"127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t{container.hostname}\n"
         generated = {"/etc/hostname": f"{container.hostname}\n".encode(), "/etc/hosts": hosts.encode(),
                      **container.files}  # fmt: skip
@@ -271,12 +251,7 @@ def sandbox(container: Container, command: tuple[str, ...]) -> Iterator[list[str
             argv += ["--perms", "0777", "--tmpfs", path]  # an emptyDir is writable by every user
         for key, value in sorted(container.env.items()):
             argv += ["--setenv", key, value]
-        if as_root:  # no user namespace: the uid, groups and capabilities are dropped by setpriv
-            setpriv = shutil.which("setpriv") or "setpriv"
-            argv += ["--", setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
-        else:
-            argv += ["--"]
+        argv += ["--", *drop_privileges(NOBODY)] if as_root else ["--"]  # root: no user namespace
         yield [*argv, *command]
 
 
