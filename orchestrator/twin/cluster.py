@@ -25,6 +25,7 @@ from orchestrator.twin.controllers.lifecycle import Kubelet
 from orchestrator.twin.controllers.namespaces import NamespaceDefaultsController
 from orchestrator.twin.controllers.podstate import qos_class
 from orchestrator.twin.controllers.replicasets import ReplicaSetController
+from orchestrator.twin.controllers.statefulsets import StatefulSetController
 from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.resources import KUBERNETES_VERSION
 from orchestrator.twin.runtime_protocol import PodRuntime
@@ -39,6 +40,7 @@ from orchestrator.twin.store import (
     REPLICASETS,
     REPLICATION_CONTROLLERS,
     SERVICES,
+    STATEFULSETS,
     Obj,
     Store,
     resource_for,
@@ -95,6 +97,7 @@ class Cluster:
                 (NAMESPACES.group, NAMESPACES.plural): lambda obj, _old: defaults.namespace(obj),
                 (JOBS.group, JOBS.plural): job_defaults,
                 (DAEMONSETS.group, DAEMONSETS.plural): lambda obj, _old: defaults.daemonset(obj),
+                (STATEFULSETS.group, STATEFULSETS.plural): lambda obj, _old: defaults.statefulset(obj),
                 (REPLICATION_CONTROLLERS.group, REPLICATION_CONTROLLERS.plural): lambda obj, _old: (
                     defaults.replication_controller(obj)
                 ),
@@ -105,6 +108,7 @@ class Cluster:
                 (PODS.group, PODS.plural): lambda pod: {"phase": "Pending", "qosClass": qos_class(pod)},
                 (SERVICES.group, SERVICES.plural): defaults.service_status,
                 (DAEMONSETS.group, DAEMONSETS.plural): defaults.daemonset_status,
+                (STATEFULSETS.group, STATEFULSETS.plural): defaults.statefulset_status,
                 (REPLICATION_CONTROLLERS.group, REPLICATION_CONTROLLERS.plural): (
                     defaults.replication_controller_status
                 ),
@@ -123,6 +127,7 @@ class Cluster:
             component="replication-controller",
         )
         self.daemonsets = DaemonSetController(self.store, self.events, self.kubelet.delete_pod)
+        self.statefulsets = StatefulSetController(self.store, self.events, self.kubelet.delete_pod)
         self.jobs = JobController(self.store, self.events, self.kubelet.delete_pod)
         self.endpoints = EndpointsController(self.store)
         self.chaos = ChaosStatusController(self.store)
@@ -221,11 +226,13 @@ class Cluster:
             self.replicasets.reconcile(now)
             self.replication_controllers.reconcile(now)
             self.daemonsets.reconcile(now)
+            self.statefulsets.reconcile(now)
             self.jobs.reconcile(now)
             self.kubelet.step(now)
             self.replicasets.update_status(now)
             self.replication_controllers.update_status(now)
             self.daemonsets.update_status(now)
+            self.statefulsets.update_status(now)
             self.workloads.update_deployment_status(now)
             self.endpoints.sync(now)
             self.chaos.sync(now)

@@ -188,6 +188,18 @@ def daemonset(obj: Obj) -> None:
     _template(spec)
 
 
+def statefulset(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    _rolling_update(spec.setdefault("updateStrategy", {}), partition=0)
+    _template(spec)
+
+
 def replication_controller(obj: Obj) -> None:
     """A ReplicationController's selector and labels default to its template's labels, as upstream."""
     spec = obj.get("spec")
@@ -212,6 +224,10 @@ def service_status(_obj: Obj) -> Obj:
 
 def replication_controller_status(_obj: Obj) -> Obj:
     return {"replicas": 0}
+
+
+def statefulset_status(_obj: Obj) -> Obj:
+    return {"replicas": 0, "availableReplicas": 0}
 
 
 def daemonset_status(_obj: Obj) -> Obj:

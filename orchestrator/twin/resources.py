@@ -119,6 +119,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=_ALL,
         subresources=("status", "scale"),
     ),
+    ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions"),
     ResourceType(
         "apps",
         "v1",

@@ -119,6 +119,13 @@ def _deployment_row(d: Obj, now: float) -> list[Any]:
     ]
 
 
+def _statefulset_row(sts: Obj, now: float) -> list[Any]:
+    status = sts.get("status") or {}
+    names, images = _images(sts["spec"]["template"].get("spec") or {})
+    ready = f"{status.get('readyReplicas', 0)}/{sts['spec'].get('replicas', 1)}"
+    return [sts["metadata"]["name"], ready, _age(sts, now), names, images]
+
+
 def _job_row(job: Obj, now: float) -> list[Any]:
     spec, status = job["spec"], job.get("status") or {}
     ended = {c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"}
@@ -255,6 +262,10 @@ TABLES: dict[str, tuple[tuple[Column, ...], Callable[[Obj, float], list[Any]]]] 
             ("Selector", _S, 1),
         ),
         _deployment_row,
+    ),
+    "StatefulSet": (
+        (("Name", _S, 0), ("Ready", _S, 0), ("Age", _S, 0), ("Containers", _S, 1), ("Images", _S, 1)),
+        _statefulset_row,
     ),
     "ReplicaSet": (
         (

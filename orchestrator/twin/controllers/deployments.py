@@ -34,12 +34,14 @@ from orchestrator.twin.controllers.workloads import (
     without_hash,
 )
 from orchestrator.twin.store import (
+    CONTROLLER_REVISIONS,
     DAEMONSETS,
     DEPLOYMENTS,
     JOBS,
     PODS,
     REPLICASETS,
     REPLICATION_CONTROLLERS,
+    STATEFULSETS,
     Obj,
     Store,
 )
@@ -64,15 +66,18 @@ class WorkloadControllers:
         if self.store.deletions == self._seen_deletions:
             return
         self._seen_deletions = self.store.deletions
-        alive = {d["metadata"]["uid"] for d in self.store.values(DEPLOYMENTS)}
-        for rs in sorted(self.store.values(REPLICASETS), key=object_key):
-            owner = controller_uid(rs)
-            if owner is not None and owner not in alive:
-                self.store.delete(REPLICASETS, rs["metadata"]["namespace"], rs["metadata"]["name"])
-        # A pod's controller is a ReplicaSet, a Job, a ReplicationController or a DaemonSet.
+        # A ReplicaSet's controller is a Deployment; a ControllerRevision's a StatefulSet.
+        for owners, kind in ((DEPLOYMENTS, REPLICASETS), (STATEFULSETS, CONTROLLER_REVISIONS)):
+            alive = {o["metadata"]["uid"] for o in self.store.values(owners)}
+            for dependent in sorted(self.store.values(kind), key=object_key):
+                owner = controller_uid(dependent)
+                if owner is not None and owner not in alive:
+                    meta = dependent["metadata"]
+                    self.store.delete(kind, meta["namespace"], meta["name"])
+        # A pod's controller is a ReplicaSet, a Job, a ReplicationController, a DaemonSet or a StatefulSet.
         alive_owners = {
             o["metadata"]["uid"]
-            for kind in (REPLICASETS, JOBS, REPLICATION_CONTROLLERS, DAEMONSETS)
+            for kind in (REPLICASETS, JOBS, REPLICATION_CONTROLLERS, DAEMONSETS, STATEFULSETS)
             for o in self.store.values(kind)
         }
         for pod in sorted(self.store.values(PODS), key=object_key):
