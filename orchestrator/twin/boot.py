@@ -172,6 +172,7 @@ class Twin:
         found.extend(metrics.span_samples(self.model, ns))
         found.extend(metrics.pod_samples(store.list(_PODS, ns), ns))
         found.extend(metrics.deployment_samples(store.list(_DEPLOYMENTS, ns), ns))
+        found.extend(metrics.statefulset_samples(store.list(_STATEFULSETS, ns), ns))
         found.extend(metrics.node_samples(store.list(_NODES)))
         found.extend(metrics.container_samples(self.model, ns))
         found.extend(metrics.datastore_samples(self.model, ns))

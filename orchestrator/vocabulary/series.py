@@ -21,6 +21,7 @@ _SPAN = ("service_name", "span_name", "span_kind", "status_code")
 _POD = ("pod",)
 _CONTAINER = ("pod", "container")
 _DEPLOYMENT = ("deployment",)
+_STATEFULSET = ("statefulset",)
 
 # OpenTelemetry span metrics (the spanmetrics connector's naming).
 SPAN_METRICS: tuple[Series, ...] = (
@@ -42,6 +43,11 @@ KUBE_STATE_METRICS: tuple[Series, ...] = (
     Series("kube_deployment_status_replicas_updated", _DEPLOYMENT),
     Series("kube_deployment_metadata_generation", _DEPLOYMENT),
     Series("kube_deployment_status_observed_generation", _DEPLOYMENT),
+    Series("kube_statefulset_replicas", _STATEFULSET),
+    Series("kube_statefulset_status_replicas_ready", _STATEFULSET),
+    Series("kube_statefulset_status_replicas_updated", _STATEFULSET),
+    Series("kube_statefulset_metadata_generation", _STATEFULSET),
+    Series("kube_statefulset_status_observed_generation", _STATEFULSET),
     Series("kube_node_labels", ("node", "label_topology_kubernetes_io_zone")),
     Series("kube_node_status_condition", ("node", "condition", "status")),
 )

@@ -28,6 +28,7 @@ COMPONENT = "statefulset-controller"
 REVISION_LABEL = "controller-revision-hash"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def ordinal_of(set_name: str, pod: Obj) -> int | None:
@@ -71,6 +72,8 @@ class StatefulSetController:
         meta = sts["metadata"]
         selector = (sts["spec"].get("selector") or {}).get("matchLabels") or {}
         name = f"{meta['name']}-{template_hash(data)}"
+        # The set's annotations go with the revision (a change cause among them), as upstream copies them.
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
         revision: Obj = {
             "apiVersion": "apps/v1",
             "kind": "ControllerRevision",
@@ -78,6 +81,7 @@ class StatefulSetController:
                 "name": name,
                 "namespace": meta["namespace"],
                 "labels": {**selector, REVISION_LABEL: name},
+                **({"annotations": annotations} if annotations else {}),
                 "ownerReferences": [owner_reference(sts)],
             },
             "data": data,

@@ -129,6 +129,18 @@ def deployment_samples(deployments: list[dict[str, Any]], namespace: str) -> Ite
         yield "kube_deployment_status_observed_generation", base, float(status.get("observedGeneration", 0))
 
 
+def statefulset_samples(statefulsets: list[dict[str, Any]], namespace: str) -> Iterable[Sample]:
+    for sts in statefulsets:
+        meta, spec, status = sts["metadata"], sts.get("spec") or {}, sts.get("status") or {}
+        base = _labels(namespace=namespace, statefulset=meta["name"])
+        replicas = spec.get("replicas")
+        yield "kube_statefulset_replicas", base, float(1 if replicas is None else replicas)
+        yield "kube_statefulset_status_replicas_ready", base, float(status.get("readyReplicas", 0))
+        yield "kube_statefulset_status_replicas_updated", base, float(status.get("updatedReplicas", 0))
+        yield "kube_statefulset_metadata_generation", base, float(meta.get("generation", 1))
+        yield "kube_statefulset_status_observed_generation", base, float(status.get("observedGeneration", 0))
+
+
 def node_samples(nodes: list[dict[str, Any]]) -> Iterable[Sample]:
     for node in nodes:
         name = node["metadata"]["name"]
