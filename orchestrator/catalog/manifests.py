@@ -51,10 +51,15 @@ def render_objects(topology: Topology) -> list[Obj]:
     if topology.feature_flag_service is not None and topology.feature_flags:
         objects.append(_flag_config_map(topology))
     for service in topology.services:
-        objects.append(_deployment(topology, service))
+        objects.append(_workload(topology, service))
         if service.kube_service and service.all_ports:
             for name in (service.name, *service.aliases):
                 objects.append(_service(topology, service, name))
+            headless = service.governing_service
+            if headless is not None and headless not in (service.name, *service.aliases):
+                governing = _service(topology, service, headless)
+                governing["spec"]["clusterIP"] = "None"
+                objects.append(governing)
     return objects
 
 
@@ -113,7 +118,7 @@ def _flag_config_map(topology: Topology) -> Obj:
     }
 
 
-def _deployment(topology: Topology, service: Service) -> Obj:
+def _workload(topology: Topology, service: Service) -> Obj:
     labels = _labels(topology, service)
     pod_spec: Obj = {"containers": [_main_container(service)]}
     pod_spec["containers"].extend(_sidecar_container(sidecar) for sidecar in service.sidecars)
@@ -124,16 +129,21 @@ def _deployment(topology: Topology, service: Service) -> Obj:
     if service.name == topology.feature_flag_service and topology.feature_flags:
         pod_spec["containers"][0]["volumeMounts"] = [{"name": "flag-config", "mountPath": FLAG_DIR}]
         pod_spec["volumes"] = [{"name": "flag-config", "configMap": {"name": flag_config_map_name(topology)}}]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _metadata(topology, service.name, labels),
-        "spec": {
-            "replicas": service.replicas,
+    spec: Obj = {"replicas": service.replicas}
+    if service.workload == "StatefulSet":
+        spec["serviceName"] = service.governing_service or service.name
+    spec.update(
+        {
             "revisionHistoryLimit": 10,
             "selector": {"matchLabels": {"app": service.name}},
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
-        },
+        }
+    )
+    return {
+        "apiVersion": "apps/v1",
+        "kind": service.workload,
+        "metadata": _metadata(topology, service.name, labels),
+        "spec": spec,
     }
 
 

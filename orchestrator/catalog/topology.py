@@ -126,6 +126,10 @@ class Service(_Strict):
     service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
     # Further Service names selecting the same pods, e.g. a database's leader endpoint.
     aliases: tuple[str, ...] = ()
+    # What runs the pods. A StatefulSet's pods are <name>-<ordinal>; its governing Service is
+    # ``governing_service`` (rendered headless) or, when that is unset, the service's own Service.
+    workload: Literal["Deployment", "StatefulSet"] = "Deployment"
+    governing_service: str | None = Field(default=None, pattern=_DNS_LABEL, max_length=63)
     # What the service says it was doing when a call fails (op -> its own error wrapping, as its code words
     # it); a call missing here reads "failed to call <op>".
     call_context: dict[str, str] = {}

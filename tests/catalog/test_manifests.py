@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from orchestrator.cli import main
 MODEL_OF_KIND = {
     "Namespace": "V1Namespace",
     "Deployment": "V1Deployment",
+    "StatefulSet": "V1StatefulSet",
     "Service": "V1Service",
     "ConfigMap": "V1ConfigMap",
 }
@@ -65,10 +67,15 @@ def test_the_file_parses_back_to_the_rendered_objects(topology: Topology) -> Non
     }
 
 
-def test_every_service_gets_a_deployment_selected_by_its_app_label(topology: Topology) -> None:
-    deployments = {o["metadata"]["name"]: o for o in render_objects(topology) if o["kind"] == "Deployment"}
-    assert list(deployments) == list(topology.service_names)
-    for name, deployment in deployments.items():
+def test_every_service_gets_its_workload_selected_by_its_app_label(topology: Topology) -> None:
+    workloads = {
+        o["metadata"]["name"]: o
+        for o in render_objects(topology)
+        if o["kind"] in ("Deployment", "StatefulSet")
+    }
+    assert list(workloads) == list(topology.service_names)
+    for name, deployment in workloads.items():
+        assert deployment["kind"] == topology.service(name).workload
         assert deployment["metadata"]["namespace"] == topology.namespace
         assert deployment["spec"]["selector"]["matchLabels"] == {"app": name}
         assert deployment["spec"]["template"]["metadata"]["labels"]["app"] == name
@@ -121,6 +128,24 @@ def test_aliases_node_ports_and_headless_workers_are_rendered() -> None:
     assert services["ts-ui-dashboard"]["spec"]["type"] == "NodePort"
     assert services["ts-ui-dashboard"]["spec"]["ports"][0]["nodePort"] == 32677
     assert "ts-wait-order-service" not in services and "ts-food-delivery-service" not in services
+
+
+def test_train_ticket_has_the_workloads_of_its_pinned_quick_start() -> None:
+    # At commit 313886e9: deploy.yaml.sample's 46 Deployments and the rabbitmq chart's, and the charts/mysql
+    # releases tsdb and nacosdb and the charts/nacos release as StatefulSets of 3.
+    objects = render_objects(load_topology("train-ticket"))
+    kinds = Counter(o["kind"] for o in objects)
+    assert kinds["Deployment"] == 47
+    sets = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "StatefulSet"}
+    assert {name: spec["replicas"] for name, spec in sets.items()} == {
+        "tsdb-mysql": 3,
+        "nacosdb-mysql": 3,
+        "nacos": 3,
+    }
+    assert sets["nacos"]["serviceName"] == "nacos-headless"
+    services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
+    assert services["nacos-headless"]["spec"]["clusterIP"] == "None"
+    assert {"tsdb-mysql", "tsdb-mysql-leader", "tsdb-mysql-follower", "nacos", "rabbitmq"} <= set(services)
 
 
 def test_every_address_env_reaches_a_rendered_service_port(topology: Topology) -> None:
