@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.cluster.client import KubeClient, ObjectRef
+from orchestrator.cluster.client import KubeClient, workloads_not_ready
 from orchestrator.errors import ClusterError
 from orchestrator.twin.timefmt import EPOCH, parse_rfc3339
 
@@ -124,33 +124,9 @@ class ClusterReader:
         }
 
     # -- readiness ------------------------------------------------------------------------------------
-    def rolled_out(self, name: str) -> bool:
-        """Whether the Deployment ``name`` runs its current template on all its replicas, all ready."""
-        return _complete(self.client.read(ObjectRef("Deployment", self.namespace, name)))
-
     def not_ready(self) -> list[str]:
         """The workloads of the namespace that are not fully rolled out and ready (empty when all are)."""
-        waiting = [
-            d["metadata"]["name"]
-            for d in self.client.list_objects("Deployment", namespace=self.namespace)
-            if not _complete(d)
-        ]
-        for s in self.client.list_objects("StatefulSet", namespace=self.namespace):
-            wanted = s.get("spec", {}).get("replicas", 1)
-            if (s.get("status", {}).get("readyReplicas") or 0) < wanted:
-                waiting.append(s["metadata"]["name"])
-        return sorted(waiting)
-
-
-def _complete(deployment: Json) -> bool:
-    spec, status = deployment.get("spec", {}), deployment.get("status", {})
-    wanted = spec.get("replicas", 1)
-    return (
-        status.get("observedGeneration", 0) >= deployment["metadata"].get("generation", 0)
-        and (status.get("updatedReplicas") or 0) >= wanted
-        and (status.get("availableReplicas") or 0) >= wanted
-        and not status.get("unavailableReplicas")
-    )
+        return workloads_not_ready(self.client, self.namespace)
 
 
 def _line_time(line: str) -> float:

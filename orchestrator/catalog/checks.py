@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orchestrator.catalog.faults import Artifact, ChaosFault, CodeFault, ConfigFault, Entry
+from orchestrator.catalog.faults import (
+    WORKLOAD_OBJECTS,
+    Artifact,
+    ChaosFault,
+    CodeFault,
+    ConfigFault,
+    Entry,
+)
 from orchestrator.catalog.topology import Call, Topology, affected_scope
 from orchestrator.catalog.yamlfile import Document, Loc
 from orchestrator.errors import Problem
@@ -140,6 +147,11 @@ def _recipe_problems(entry: Entry, topology: Topology) -> list[tuple[Loc, str]]:
     problems: list[tuple[Loc, str]] = []
     services = set(topology.service_names)
     if isinstance(entry, CodeFault) and entry.target in services:
+        workload = topology.service(entry.target).workload
+        if workload != "Deployment":
+            problems.append(
+                (("target",), f"{entry.target} runs as a {workload}; a release changes a Deployment")
+            )
         served = served_ops(topology, entry.target)
         for position, op in enumerate(entry.inject.behaviour.ops):
             if op not in served:
@@ -149,6 +161,12 @@ def _recipe_problems(entry: Entry, topology: Topology) -> list[tuple[Loc, str]]:
         inject = entry.inject
         if inject.object != "configmap" and inject.name is not None and inject.name not in services:
             problems.append((("inject", "name"), f"{inject.name!r} is not a service ({_listed(services)})"))
+        owner = inject.name or entry.target
+        if inject.object in WORKLOAD_OBJECTS and owner in services:
+            workload = topology.service(owner).workload
+            if WORKLOAD_OBJECTS[inject.object] != workload:
+                message = f"{topology.app} runs {owner} as a {workload}, not a {inject.object}"
+                problems.append((("inject", "object"), message))
         if inject.field == "image" and not (isinstance(inject.value, str) and ":" in inject.value):
             problems.append((("inject", "value"), "an image is written <repository>:<tag>"))
     if isinstance(entry, ChaosFault):

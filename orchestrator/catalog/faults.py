@@ -183,16 +183,21 @@ CONFIG_FIELD = (
 )
 
 
+# The config objects that hold a pod template, by the workload kind that runs the pods.
+WORKLOAD_OBJECTS = {"deployment": "Deployment", "statefulset": "StatefulSet"}
+
+
 class ConfigInject(_Strict):
     """A targeted change of exactly one field of one object.
 
     ``field`` paths: ``env/NAME``, ``resources/limits/memory`` (requests|limits, cpu|memory), ``replicas``,
     ``probe/readiness/port`` (readiness|liveness, port|path), ``port/NAME`` (container port),
     ``image`` (an image that no registry holds), ``targetPort`` (Service), ``flags/NAME`` (feature flag
-    ConfigMap). ``value: null`` clears the field.
+    ConfigMap). ``value: null`` clears the field. A pod template's fields belong to the target's workload,
+    ``deployment`` or ``statefulset`` as the topology runs it.
     """
 
-    object: Literal["deployment", "service", "configmap"] = "deployment"
+    object: Literal["deployment", "statefulset", "service", "configmap"] = "deployment"
     name: str | None = None
     container: str | None = None
     field: str = Field(pattern=CONFIG_FIELD)
@@ -200,7 +205,7 @@ class ConfigInject(_Strict):
 
     @model_validator(mode="after")
     def _field_fits_object(self) -> ConfigInject:
-        # A Service carries only targetPort, a flag ConfigMap only flags; a Deployment carries the rest.
+        # A Service carries only targetPort, a flag ConfigMap only flags; a workload carries the rest.
         owner = (
             "service"
             if self.field == "targetPort"
@@ -208,10 +213,12 @@ class ConfigInject(_Strict):
             if self.field.startswith("flags/")
             else None
         )
-        if (owner or "deployment") != self.object:
+        if owner is None and self.object not in WORKLOAD_OBJECTS:
             raise ValueError(
-                f"field {self.field!r} belongs to a {owner or 'deployment'}, not a {self.object}"
+                f"field {self.field!r} belongs to a deployment or a statefulset, not a {self.object}"
             )
+        if owner is not None and owner != self.object:
+            raise ValueError(f"field {self.field!r} belongs to a {owner}, not a {self.object}")
         return self
 
 

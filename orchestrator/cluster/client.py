@@ -36,6 +36,8 @@ _API_OF_KIND: dict[str, tuple[str, str, bool]] = {
     "DeploymentScale": ("apps", "deployment_scale", True),
     "ReplicaSet": ("apps", "replica_set", True),
     "StatefulSet": ("apps", "stateful_set", True),
+    "StatefulSetScale": ("apps", "stateful_set_scale", True),
+    "ControllerRevision": ("apps", "controller_revision", True),
     "Job": ("batch", "job", True),
 }
 
@@ -207,6 +209,7 @@ class KubeClient:
     def patch(self, ref: ObjectRef, patch: Patch) -> Json:
         patchers: dict[str, Any] = {
             "Deployment": self.apps.patch_namespaced_deployment,
+            "StatefulSet": self.apps.patch_namespaced_stateful_set,
             "Service": self.core.patch_namespaced_service,
             "ConfigMap": self.core.patch_namespaced_config_map,
         }
@@ -259,3 +262,31 @@ class KubeClient:
 def _origin(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     return parts.scheme.lower(), parts.netloc.lower()
+
+
+def workloads_not_ready(client: KubeClient, namespace: str) -> list[str]:
+    """The Deployments and StatefulSets of ``namespace`` not fully rolled out and ready, by name (empty when
+    all are). Side effects: two list calls."""
+    waiting = [
+        d["metadata"]["name"]
+        for d in client.list_objects("Deployment", namespace=namespace)
+        if not _rolled_out(d)
+    ]
+    for s in client.list_objects("StatefulSet", namespace=namespace):
+        spec, status = s.get("spec", {}), s.get("status", {})
+        wanted = spec.get("replicas", 1)
+        current = status.get("observedGeneration", 0) >= s["metadata"].get("generation", 0)
+        if not current or (status.get("readyReplicas") or 0) < wanted:
+            waiting.append(s["metadata"]["name"])
+    return sorted(waiting)
+
+
+def _rolled_out(deployment: Json) -> bool:
+    spec, status = deployment.get("spec", {}), deployment.get("status", {})
+    wanted = spec.get("replicas", 1)
+    return bool(
+        status.get("observedGeneration", 0) >= deployment["metadata"].get("generation", 0)
+        and (status.get("updatedReplicas") or 0) >= wanted
+        and (status.get("availableReplicas") or 0) >= wanted
+        and not status.get("unavailableReplicas")
+    )

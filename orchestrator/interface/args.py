@@ -17,8 +17,8 @@ from orchestrator.interface.patterns import PatternError, compile_pattern
 _NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 Name = Annotated[str, Field(min_length=1, max_length=253, pattern=_NAME)]
 Kind = Literal[
-    "pods", "deployments", "replicasets", "services", "endpoints", "configmaps", "secrets", "nodes",
-    "namespaces",
+    "pods", "deployments", "statefulsets", "replicasets", "services", "endpoints", "configmaps", "secrets",
+    "nodes", "namespaces",
 ]  # fmt: skip
 PortName = Annotated[str, Field(max_length=15, pattern=r"^[a-z0-9-]{1,15}$")]
 PortNumber = Annotated[int, Field(ge=1, le=65535)]

@@ -8,6 +8,7 @@ simulated clock, or the wall clock of a real cluster), so ``epoch(t)`` converts 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +22,7 @@ from orchestrator.catalog.topology import ServiceKind, Topology
 from orchestrator.cluster.client import KubeClient, ObjectRef
 from orchestrator.interface.policy import HIDDEN_NAMESPACES, MUTATION_LIMIT, READ_LIMIT, PolicyContext
 from orchestrator.interface.sources import SourceStore
+from orchestrator.interface.views import REVISION
 from orchestrator.telemetry.querying import Querier
 
 Json = dict[str, Any]
@@ -74,7 +76,7 @@ class Backend:
 
     @property
     def workloads(self) -> frozenset[str]:
-        """The Deployments of the application an operator may act on (everything but the load generator)."""
+        """The workloads of the application an operator may act on (everything but the load generator)."""
         return frozenset(
             s.name
             for s in self.topology.services
@@ -95,8 +97,16 @@ class Backend:
             read_limit=self.read_limit,
         )
 
-    def deployment(self, service: str, namespace: str | None = None) -> Json:
-        return self.kube.read(ObjectRef("Deployment", namespace or self.namespace, service))
+    def workload_ref(self, service: str, namespace: str | None = None) -> ObjectRef:
+        """The Deployment or StatefulSet that runs ``service``'s pods (a Deployment outside the app)."""
+        where = namespace or self.namespace
+        kind = "Deployment"
+        if where == self.namespace and service in self.topology.service_names:
+            kind = self.topology.service(service).workload
+        return ObjectRef(kind, where, service)
+
+    def workload(self, service: str, namespace: str | None = None) -> Json:
+        return self.kube.read(self.workload_ref(service, namespace))
 
     def container_of(self, service: str) -> str:
         """The main container's name of ``service`` (sidecars aside)."""
@@ -105,12 +115,61 @@ class Backend:
         return service
 
     def pods_of(self, service: str, namespace: str | None = None) -> list[Json]:
-        """The pods a Deployment's selector picks, in name order."""
-        deployment = self.deployment(service, namespace)
+        """The pods a workload's selector picks, in name order."""
+        workload = self.workload(service, namespace)
         pods = self.kube.list_objects(
-            "Pod", namespace=namespace or self.namespace, selector=selector_of(deployment)
+            "Pod", namespace=namespace or self.namespace, selector=selector_of(workload)
         )
         return sorted(pods, key=lambda pod: str(pod["metadata"]["name"]))
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One revision of a workload as ``kubectl rollout`` reads it: its number, the pod template the workload
+    takes back on an undo, and the object holding it (a ReplicaSet, or a StatefulSet's ControllerRevision)."""
+
+    number: int
+    template: Json
+    holder: Json
+
+
+def revisions(backend: Backend, ref: ObjectRef, workload: Json) -> dict[int, Revision]:
+    """The revisions of ``workload`` by number: the objects its selector picks that it owns, as ``kubectl
+    rollout`` lists them. Side effects: a list call."""
+    uid, name = workload["metadata"].get("uid"), workload["metadata"]["name"]
+    holder_kind = "ControllerRevision" if ref.kind == "StatefulSet" else "ReplicaSet"
+    listed = backend.kube.list_objects(holder_kind, namespace=ref.namespace, selector=selector_of(workload))
+    found: dict[int, Revision] = {}
+    for holder in listed:
+        owners = holder["metadata"].get("ownerReferences", [])
+        mine = (o.get("uid") == uid or o.get("name") == name for o in owners if o.get("kind") == ref.kind)
+        if not any(mine):
+            continue
+        if holder_kind == "ControllerRevision":
+            number = int(holder.get("revision", 0))
+            template = copy.deepcopy(holder.get("data", {}).get("spec", {}).get("template", {}))
+            template.pop("$patch", None)
+        else:
+            number = _annotated_revision(holder)
+            # As ``kubectl rollout undo``: the ReplicaSet's template without its hash label.
+            template = copy.deepcopy(holder["spec"]["template"])
+            template.get("metadata", {}).get("labels", {}).pop("pod-template-hash", None)
+        found[number] = Revision(number, template, holder)
+    return found
+
+
+def current_revision(ref: ObjectRef, workload: Json, found: dict[int, Revision]) -> int:
+    """The revision ``workload`` runs: a Deployment's annotation, a StatefulSet's newest revision."""
+    if ref.kind == "StatefulSet":
+        return max(found, default=0)
+    return _annotated_revision(workload)
+
+
+def _annotated_revision(obj: Json) -> int:
+    try:
+        return int((obj["metadata"].get("annotations") or {}).get(REVISION, 0))
+    except ValueError:
+        return 0
 
 
 def selector_of(workload: Json) -> str:

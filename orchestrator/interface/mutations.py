@@ -1,8 +1,9 @@
 """The mutating tools: what a person with kubectl (and a build pipeline) would do, nothing more.
 
 restart = the ``kubectl.kubernetes.io/restartedAt`` annotation on the pod template (``kubectl rollout
-restart``); scale = the scale subresource; rollback = the previous ReplicaSet's template re-applied
-(``kubectl rollout undo``); update_config = a strategic-merge patch of the container; set_feature_flag =
+restart``); scale = the scale subresource; rollback = the previous revision's template re-applied
+(``kubectl rollout undo``: a ReplicaSet's, or a StatefulSet's ControllerRevision's); update_config = a
+strategic-merge patch of the container; set_feature_flag =
 the flag file in the flag ConfigMap; update_service = a JSON patch of the workload's Service (a port's
 ``targetPort``/``port``, the selector); uncordon_node = ``spec.unschedulable`` cleared on one node;
 delete_resource = deleting one pod; propose/build/submit = the
@@ -13,7 +14,6 @@ Each handler returns ``(result, targets)``: the JSON result and the services it 
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,10 +21,10 @@ from orchestrator.cluster.client import ObjectRef
 from orchestrator.cluster.fields import Patch, field_patch
 from orchestrator.errors import ClusterError, InjectionError, InputError
 from orchestrator.interface import args as a
-from orchestrator.interface.backend import Backend, selector_of
+from orchestrator.interface.backend import Backend, current_revision, revisions
 from orchestrator.interface.reads import flag_configmap
 from orchestrator.interface.sources import REGISTRY_NAMESPACE, SourceError, registry_configmap, split_image
-from orchestrator.interface.views import CHANGE_CAUSE, REVISION
+from orchestrator.interface.views import CHANGE_CAUSE
 
 Json = dict[str, Any]
 Outcome = tuple[Json, list[str]]
@@ -32,7 +32,7 @@ RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
 def _ref(backend: Backend, service: str) -> ObjectRef:
-    return ObjectRef("Deployment", backend.namespace, service)
+    return backend.workload_ref(service)
 
 
 def restart_service(backend: Backend, args: a.RestartService) -> Outcome:
@@ -43,39 +43,16 @@ def restart_service(backend: Backend, args: a.RestartService) -> Outcome:
 
 
 def scale_service(backend: Backend, args: a.ScaleService) -> Outcome:
-    before = backend.deployment(args.service)["spec"].get("replicas", 1)
+    before = backend.workload(args.service)["spec"].get("replicas", 1)
     backend.kube.scale(_ref(backend, args.service), args.replicas)
     return {"service": args.service, "replicas": args.replicas, "previous_replicas": before}, [args.service]
 
 
-def _owned_replicasets(backend: Backend, deployment: Json) -> list[Json]:
-    uid = deployment["metadata"].get("uid")
-    name = deployment["metadata"]["name"]
-    # Only the ReplicaSets its selector picks (as ``kubectl rollout`` lists them), then those it owns.
-    listed = backend.kube.list_objects(
-        "ReplicaSet", namespace=backend.namespace, selector=selector_of(deployment)
-    )
-    return [
-        rs
-        for rs in listed
-        if any(
-            o.get("kind") == "Deployment" and (o.get("uid") == uid or o.get("name") == name)
-            for o in rs["metadata"].get("ownerReferences", [])
-        )
-    ]
-
-
-def _revision(obj: Json) -> int:
-    try:
-        return int((obj["metadata"].get("annotations") or {}).get(REVISION, 0))
-    except ValueError:
-        return 0
-
-
 def rollback_service(backend: Backend, args: a.RollbackService) -> Outcome:
-    deployment = backend.deployment(args.service)
-    current = _revision(deployment)
-    by_revision = {_revision(rs): rs for rs in _owned_replicasets(backend, deployment)}
+    ref = _ref(backend, args.service)
+    workload = backend.kube.read(ref)
+    by_revision = revisions(backend, ref, workload)
+    current = current_revision(ref, workload, by_revision)
     if args.to_revision is not None:
         target = args.to_revision
         if target not in by_revision:
@@ -91,17 +68,16 @@ def rollback_service(backend: Backend, args: a.RollbackService) -> Outcome:
         return {"service": args.service, "revision": current, "note": "already at that revision"}, [
             args.service
         ]
-    rs = by_revision[target]
-    template = copy.deepcopy(rs["spec"]["template"])
-    # As ``kubectl rollout undo``: the ReplicaSet's template without its hash label, and its change cause.
-    template.get("metadata", {}).get("labels", {}).pop("pod-template-hash", None)
-    cause = (rs["metadata"].get("annotations") or {}).get(CHANGE_CAUSE)
+    revision = by_revision[target]
+    template = revision.template
+    # As ``kubectl rollout undo``: the revision's template, and a Deployment's change cause with it.
+    cause = (revision.holder["metadata"].get("annotations") or {}).get(CHANGE_CAUSE)
     operations: list[Json] = [{"op": "replace", "path": "/spec/template", "value": template}]
-    if cause is not None:
-        annotations = dict(deployment["metadata"].get("annotations") or {})
+    if cause is not None and ref.kind == "Deployment":
+        annotations = dict(workload["metadata"].get("annotations") or {})
         annotations[CHANGE_CAUSE] = cause
         operations.append({"op": "add", "path": "/metadata/annotations", "value": annotations})
-    backend.kube.patch(_ref(backend, args.service), Patch("json", operations))
+    backend.kube.patch(ref, Patch("json", operations))
     images = [c.get("image") for c in template.get("spec", {}).get("containers", [])]
     return {"service": args.service, "from_revision": current, "to_revision": target, "images": images}, [
         args.service
@@ -110,7 +86,7 @@ def rollback_service(backend: Backend, args: a.RollbackService) -> Outcome:
 
 def update_config(backend: Backend, args: a.UpdateConfig) -> Outcome:
     ref = _ref(backend, args.service)
-    deployment = backend.deployment(args.service)
+    deployment = backend.workload(args.service)
     container = backend.container_of(args.service)
     names = [c["name"] for c in deployment["spec"]["template"]["spec"]["containers"]]
     if container not in names:
@@ -212,7 +188,7 @@ def delete_resource(backend: Backend, args: a.DeleteResource) -> Outcome:
 
 def current_image(backend: Backend, service: str, namespace: str | None = None) -> str:
     """The image the service's main container runs now."""
-    deployment = backend.deployment(service, namespace)
+    deployment = backend.workload(service, namespace)
     container = backend.container_of(service)
     containers = deployment["spec"]["template"]["spec"]["containers"]
     chosen = next((c for c in containers if c["name"] == container), containers[0])
@@ -256,7 +232,7 @@ def submit_patch(backend: Backend, args: a.SubmitPatch) -> Outcome:
         raise SourceError(
             f"image {args.image!r} was not built for {args.service}; use build_service_image first"
         )
-    deployment = backend.deployment(args.service)
+    deployment = backend.workload(args.service)
     container = backend.container_of(args.service)
     names = [c["name"] for c in deployment["spec"]["template"]["spec"]["containers"]]
     body = {

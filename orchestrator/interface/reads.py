@@ -19,7 +19,7 @@ from orchestrator.cluster.fields import FLAGD_FILE
 from orchestrator.errors import InputError, TelemetryError
 from orchestrator.interface import args as a
 from orchestrator.interface import views
-from orchestrator.interface.backend import Backend
+from orchestrator.interface.backend import Backend, current_revision, revisions
 from orchestrator.interface.patterns import compile_pattern
 
 Json = dict[str, Any]
@@ -302,7 +302,13 @@ def describe(backend: Backend, args: a.Describe) -> Json:
 
 def get_rollout_history(backend: Backend, args: a.GetRolloutHistory) -> Json:
     namespace = _ns(backend, args)
-    deployment = backend.deployment(args.service, namespace)
+    ref = backend.workload_ref(args.service, namespace)
+    deployment = backend.kube.read(ref)
+    if ref.kind == "StatefulSet":
+        found = revisions(backend, ref, deployment)
+        shown = [views.controller_revision_view(r.holder, backend.age_s) for _, r in sorted(found.items())]
+        current_number = current_revision(ref, deployment, found)
+        return {"service": args.service, "current_revision": str(current_number), "revisions": shown}
     uid = deployment["metadata"].get("uid")
     current = (deployment["metadata"].get("annotations") or {}).get(views.REVISION)
     owned = [
@@ -313,10 +319,10 @@ def get_rollout_history(backend: Backend, args: a.GetRolloutHistory) -> Json:
             for o in rs["metadata"].get("ownerReferences", [])
         )
     ]
-    revisions = sorted(
+    listed = sorted(
         (views.replicaset_view(rs, backend.age_s) for rs in owned), key=lambda r: int(r["revision"] or 0)
     )
-    return {"service": args.service, "current_revision": current, "revisions": revisions}
+    return {"service": args.service, "current_revision": current, "revisions": listed}
 
 
 def _env_view(env: list[Json]) -> dict[str, Any]:
@@ -344,7 +350,7 @@ def _env_view(env: list[Json]) -> dict[str, Any]:
 
 
 def get_config(backend: Backend, args: a.GetConfig) -> Json:
-    deployment = backend.deployment(args.service, _ns(backend, args))
+    deployment = backend.workload(args.service, _ns(backend, args))
     spec = deployment["spec"]["template"]["spec"]
     containers = []
     for container in spec.get("containers", []):

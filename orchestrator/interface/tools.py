@@ -128,9 +128,9 @@ TOOLS: dict[str, Tool] = {
             "get_resources",
             a.GetResources,
             "read",
-            "List Kubernetes objects of one `kind` (pods, deployments, replicasets, services, "
-            "endpoints, configmaps, nodes, namespaces) like `kubectl get`, or one object by `name`: "
-            "status, readiness, restarts, images, revisions, ages in seconds." + _NS,
+            "List Kubernetes objects of one `kind` (pods, deployments, statefulsets, replicasets, "
+            "services, endpoints, configmaps, nodes, namespaces) like `kubectl get`, or one object by "
+            "`name`: status, readiness, restarts, images, revisions, ages in seconds." + _NS,
             r.get_resources,
         ),
         Tool(
@@ -154,8 +154,8 @@ TOOLS: dict[str, Tool] = {
             "get_rollout_history",
             a.GetRolloutHistory,
             "read",
-            "Show the rollout history of a service's Deployment: every revision with its image, "
-            "change cause, age and replicas, and the current revision (like `kubectl rollout "
+            "Show the rollout history of a service's Deployment or StatefulSet: every revision with its "
+            "image, change cause, age and replicas, and the current revision (like `kubectl rollout "
             "history`).",
             r.get_rollout_history,
         ),

@@ -103,6 +103,21 @@ def replicaset_view(rs: Json, age: Age) -> Json:
     }
 
 
+def controller_revision_view(revision: Json, age: Age) -> Json:
+    """A StatefulSet's revision in the shape of a ReplicaSet's: its number, images and change cause."""
+    meta = revision["metadata"]
+    owners = [o.get("name") for o in meta.get("ownerReferences", []) if o.get("kind") == "StatefulSet"]
+    template = (revision.get("data") or {}).get("spec", {}).get("template", {})
+    return {
+        "name": meta["name"],
+        "statefulset": owners[0] if owners else None,
+        "revision": str(revision.get("revision", "")),
+        "images": images(template.get("spec", {})),
+        "change_cause": (meta.get("annotations") or {}).get(CHANGE_CAUSE),
+        "age_s": age(meta.get("creationTimestamp")),
+    }
+
+
 def _port(port: Json) -> str:
     target = port.get("targetPort", port.get("port"))
     return f"{port.get('name', '')}:{port.get('port')}->{target}/{port.get('protocol') or 'TCP'}"
@@ -173,6 +188,7 @@ def namespace_view(namespace: Json, age: Age) -> Json:
 VIEWS: dict[str, tuple[str, Callable[[Json, Age], Json]]] = {
     "pods": ("Pod", pod_view),
     "deployments": ("Deployment", deployment_view),
+    "statefulsets": ("StatefulSet", deployment_view),  # the same counts, and no revision annotation
     "replicasets": ("ReplicaSet", replicaset_view),
     "services": ("Service", service_view),
     "endpoints": ("Endpoints", endpoints_view),

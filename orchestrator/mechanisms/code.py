@@ -34,7 +34,7 @@ class CodeMechanism(FieldChange):
 
     def apply(self, handle: Handle, entry: CodeFault, ctx: Context) -> None:
         self._release(handle, ctx, image=handle.injected_value, cause=entry.inject.change_cause)
-        wait_rolled_out(ctx, handle.name)
+        wait_rolled_out(ctx, handle.ref)
 
     def restore(self, handle: Handle, ctx: Context) -> None:
         self._release(handle, ctx, image=handle.pre_value, cause=handle.pre_annotation)

@@ -1,16 +1,23 @@
-"""The config mechanism: exactly one field of one object (a Deployment, a Service or a flag ConfigMap) set to
-the entry's value; its revert touches only that field."""
+"""The config mechanism: exactly one field of one object (a Deployment or StatefulSet, a Service or a flag
+ConfigMap) set to the entry's value; its revert touches only that field."""
 
 from __future__ import annotations
 
-from orchestrator.catalog.faults import ConfigFault, Mechanism
+from orchestrator.catalog.faults import WORKLOAD_OBJECTS, ConfigFault, Mechanism
 from orchestrator.cluster.client import ObjectRef
 from orchestrator.cluster.fields import Json, read_field
 from orchestrator.errors import InjectionError
 from orchestrator.mechanisms.field_changes import FieldChange
-from orchestrator.mechanisms.handles import Context, Handle, same, wait_rolled_out
+from orchestrator.mechanisms.handles import (
+    Context,
+    Handle,
+    RevertOutcome,
+    release_stuck_pods,
+    same,
+    wait_rolled_out,
+)
 
-_KINDS = {"deployment": "Deployment", "service": "Service", "configmap": "ConfigMap"}
+_KINDS = {**WORKLOAD_OBJECTS, "service": "Service", "configmap": "ConfigMap"}
 
 
 class ConfigMechanism(FieldChange):
@@ -40,7 +47,13 @@ class ConfigMechanism(FieldChange):
             raise InjectionError(f"{handle.ref} already has {shown}; the fault would change nothing")
         return handle
 
+    def revert(self, handle: Handle, ctx: Context) -> RevertOutcome:
+        outcome = super().revert(handle, ctx)
+        if handle.kind == "StatefulSet" and outcome != "changed_by_agent":
+            release_stuck_pods(ctx, handle.ref)  # a pod the fault left unready holds the set's rollout
+        return outcome
+
     def apply(self, handle: Handle, entry: ConfigFault, ctx: Context) -> None:
         self.set(handle, ctx, handle.injected_value)
-        if handle.kind == "Deployment" and handle.field != "replicas":
-            wait_rolled_out(ctx, handle.name)
+        if handle.kind in WORKLOAD_OBJECTS.values() and handle.field != "replicas":
+            wait_rolled_out(ctx, handle.ref)

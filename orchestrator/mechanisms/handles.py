@@ -65,13 +65,40 @@ def same(left: Value, right: Value) -> bool:
     return (None if left is None else str(left)) == (None if right is None else str(right))
 
 
-def wait_rolled_out(ctx: Context, name: str) -> bool:
-    """Settle until the Deployment runs its current template somewhere; bounded by ``settle_limit``."""
+def wait_rolled_out(ctx: Context, ref: ObjectRef) -> bool:
+    """Settle until the workload (a Deployment or a StatefulSet) runs its current template somewhere; bounded
+    by ``settle_limit``."""
     for _ in range(ctx.settle_limit):
-        deployment = ctx.client.read(ObjectRef("Deployment", ctx.namespace, name))
-        status = deployment.get("status", {})
-        generation = deployment["metadata"].get("generation", 0)
+        workload = ctx.client.read(ref)
+        status = workload.get("status", {})
+        generation = workload["metadata"].get("generation", 0)
         if status.get("observedGeneration", 0) >= generation and status.get("updatedReplicas", 0) >= 1:
             return True
         ctx.settle()
     return False
+
+
+def release_stuck_pods(ctx: Context, ref: ObjectRef) -> list[str]:
+    """A StatefulSet's forced rollback: once the set has seen its restored template, delete each of its pods
+    that runs an older revision and is not ready, which the set's ordered rollout would otherwise wait on
+    forever (Kubernetes leaves this step to the operator). Returns the pods deleted. Side effects: reads,
+    settles and pod deletions."""
+    for _ in range(ctx.settle_limit):
+        workload = ctx.client.read(ref)
+        status = workload.get("status", {})
+        if status.get("observedGeneration", 0) >= workload["metadata"].get("generation", 0):
+            break
+        ctx.settle()
+    update = str(status.get("updateRevision") or "")
+    selector = ",".join(f"{k}={v}" for k, v in sorted(workload["spec"]["selector"]["matchLabels"].items()))
+    deleted = []
+    for pod in ctx.client.list_pods(ref.namespace, selector=selector):
+        labels = pod["metadata"].get("labels") or {}
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (pod.get("status") or {}).get("conditions") or []
+        )
+        if update and labels.get("controller-revision-hash") != update and not ready:
+            ctx.client.delete(ObjectRef("Pod", ref.namespace, pod["metadata"]["name"]))
+            deleted.append(str(pod["metadata"]["name"]))
+    return deleted

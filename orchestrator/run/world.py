@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from orchestrator.cluster.client import KubeClient
+from orchestrator.cluster.client import KubeClient, workloads_not_ready
 from orchestrator.errors import OrchestratorError, TelemetryError
 from orchestrator.telemetry.server import PrometheusServer, connect_prometheus, start_prometheus
 from orchestrator.twin.clock import STEP_SECONDS
@@ -90,18 +90,18 @@ class TwinWorld:
         available, then ``WARMUP_QUIET_S`` more, and make that schedule time 0; the warm-up's length.
 
         A run whose application never becomes ready refuses to start (``OrchestratorError`` naming the
-        Deployments) rather than inject faults into an application that was never serving.
+        workloads) rather than inject faults into an application that was never serving.
         """
         client = self.client()
         namespace = self.running.twin.namespace
         started = self.running.twin.now
         while True:
-            waiting = _unavailable(client, namespace)
+            waiting = workloads_not_ready(client, namespace)
             if not waiting:
                 break
             if self.running.twin.now - started >= WARMUP_LIMIT_S:
                 raise OrchestratorError(
-                    f"{namespace}: not every Deployment became available within {WARMUP_LIMIT_S:.0f} s of "
+                    f"{namespace}: not every workload became available within {WARMUP_LIMIT_S:.0f} s of "
                     f"simulated time; still waiting for {', '.join(waiting)}"
                 )
             # Nothing reads Prometheus before schedule time 0: the steps' series are pushed as they come
@@ -201,16 +201,6 @@ def start_twin_world(
         world.stop()
         raise
     return world
-
-
-def _unavailable(client: KubeClient, namespace: str) -> list[str]:
-    """Deployments of ``namespace`` with fewer available replicas than they want (reads the cluster)."""
-    waiting = []
-    for deployment in client.list_objects("Deployment", namespace=namespace):
-        wanted = deployment.get("spec", {}).get("replicas", 1)
-        if (deployment.get("status", {}).get("availableReplicas") or 0) < wanted:
-            waiting.append(str(deployment["metadata"]["name"]))
-    return sorted(waiting)
 
 
 @dataclass

@@ -231,6 +231,14 @@ def test_a_config_artifact_must_describe_the_field_the_recipe_changes(project: P
     assert "config:cartservice/env/REDIS_ADDR or credentials:cartservice/env/REDIS_ADDR" in problem.message
 
 
+def test_a_config_recipe_must_name_the_workload_kind_the_topology_runs(project: Project) -> None:
+    entries = _good_entries()
+    entries[1]["inject"]["object"] = "statefulset"  # cartservice runs as a Deployment
+    (problem,) = _problems(project(a=entries))
+    assert problem.field == "faults.1.inject.object"
+    assert "runs cartservice as a Deployment, not a statefulset" in problem.message
+
+
 def test_a_chaos_artifact_must_fit_the_recipe_and_its_peer_selector(project: Project) -> None:
     entries = _good_entries()
     entries[2]["artifact"] = "network:cartservice->currencyservice"

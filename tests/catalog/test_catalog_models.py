@@ -55,8 +55,9 @@ def test_a_missing_image_tag_and_a_fault_build_of_one_workload_interfere() -> No
     ("inject", "message"),
     [
         ({"field": "targetPort", "value": 50052}, "belongs to a service, not a deployment"),
-        ({"object": "service", "field": "replicas", "value": 0}, "belongs to a deployment, not a service"),
+        ({"object": "service", "field": "replicas", "value": 0}, "belongs to a deployment or a statefulset"),
         ({"object": "deployment", "field": "flags/paymentFailure", "value": "on"}, "belongs to a configmap"),
+        ({"object": "statefulset", "field": "targetPort", "value": 50052}, "belongs to a service"),
     ],
 )
 def test_a_config_field_must_belong_to_the_object_it_changes(inject: dict[str, Any], message: str) -> None:

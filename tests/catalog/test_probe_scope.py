@@ -21,8 +21,11 @@ from orchestrator.catalog.topology import Call, Topology
 
 MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 RANGE = re.compile(r"\[(\d+)([smh])\]")
-SERVICE_LABELS = frozenset({"service_name", "deployment", "service", "consumergroup", "container"})
-POD_NAME = "{}-5d9c7b8f6-x2x7k"  # <deployment>-<replicaset hash>-<suffix>
+SERVICE_LABELS = frozenset(
+    {"service_name", "deployment", "statefulset", "service", "consumergroup", "container"}
+)
+# <deployment>-<replicaset hash>-<suffix>, or <statefulset>-<ordinal>
+POD_NAME = {"Deployment": "{}-5d9c7b8f6-x2x7k", "StatefulSet": "{}-0"}
 ONE_SHOT_MAX_RANGE_S = 120
 
 
@@ -77,7 +80,9 @@ def scope_problems(entry: Entry) -> list[str]:
         if label in SERVICE_LABELS:
             named = _matching(operator, value, services) if operator == "=~" else {value}
         elif label == "pod":
-            named = {s for s in services if re.fullmatch(value, POD_NAME.format(s))}
+            named = {
+                s for s in services if re.fullmatch(value, POD_NAME[topology.service(s).workload].format(s))
+            }
         elif label == "span_name":
             ops = _ops(entry.app)
             chosen = _matching(operator, value, sorted(ops))
