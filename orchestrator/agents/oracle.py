@@ -175,16 +175,22 @@ def drains_zone(fault: dict[str, Any]) -> bool:
 
 
 def revision_before(
-    history: dict[str, Any], *, inject_s: float, now_s: float, build: str | None = None
+    history: dict[str, Any],
+    *,
+    inject_s: float,
+    now_s: float,
+    build: str | None = None,
+    carriers: frozenset[str] = frozenset(),
 ) -> int | None:
     """The revision that was serving when the fault was injected, from a rollout history (no side effects).
 
     A restart after the injection (for an overlapping fault) adds a revision that still carries the fault's
     change, so "the previous revision" would undo only the restart. The revision in effect at injection is
     the highest-numbered one created before it (a revision rolled back to is renumbered, not recreated),
-    leaving out any that runs the fault's ``build`` (an image tag): a site failover that moves the
-    Deployment back to a zone it ran in before reuses that zone's old ReplicaSet, renumbered but created
-    long ago, whatever image it runs.
+    leaving out any that runs the fault's ``build`` (an image tag) or is one of its ``carriers`` (the
+    ReplicaSets an earlier injection of the same entry made): the same change made again reuses the
+    ReplicaSet it made the first time, renumbered but created long ago, and a site failover on top of it
+    leaves that one below the current revision.
     """
     best: int | None = None
     for item in history.get("revisions") or []:
@@ -192,6 +198,8 @@ def revision_before(
         if age is None or number is None or now_s - float(age) >= inject_s - 0.5:
             continue
         if build and any(str(image).endswith(f":{build}") for image in item.get("images") or []):
+            continue
+        if item.get("name") in carriers:
             continue
         best = max(best or 0, int(number))
     current = history.get("current_revision")
@@ -322,16 +330,34 @@ def send_report(client: ToolClient, item: Report) -> None:
     log.info("report %s (%s): %s", item.incident_id, item.status, outcome)
 
 
+def made_since(history: dict[str, Any], *, inject_s: float, now_s: float) -> list[str]:
+    """The ReplicaSets of a rollout history created since the injection: each carries the fault's change
+    (no side effects)."""
+    return sorted(
+        str(item["name"])
+        for item in history.get("revisions") or []
+        if item.get("name")
+        and item.get("age_s") is not None
+        and now_s - float(item["age_s"]) >= inject_s - 0.5
+    )
+
+
 def _rollback_args(
-    client: ToolClient, call: Call, *, inject_s: float, now_s: float | None, build: str | None
-) -> dict[str, Any]:
+    client: ToolClient, call: Call, fault: dict[str, Any], *, now_s: float | None, carriers: frozenset[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """The rollback's arguments (the revision in effect at injection), and the ReplicaSets that carry the
+    fault's change."""
     if call.tool != "rollback_service" or now_s is None:
-        return call.args
+        return call.args, []
     history = client.call("get_rollout_history", service=call.args["service"])
     if not history.get("ok") or not isinstance(history.get("result"), dict):
-        return call.args
-    target = revision_before(history["result"], inject_s=inject_s, now_s=now_s, build=build)
-    return call.args if target is None else {**call.args, "to_revision": target}
+        return call.args, []
+    inject_s = float(fault["inject_s"])
+    target = revision_before(
+        history["result"], inject_s=inject_s, now_s=now_s, build=build_of(fault), carriers=carriers
+    )
+    made = made_since(history["result"], inject_s=inject_s, now_s=now_s)
+    return (call.args if target is None else {**call.args, "to_revision": target}), made
 
 
 def uncordon_zone(client: ToolClient, args: dict[str, Any]) -> dict[str, Any]:
@@ -358,10 +384,13 @@ def run(env: AgentEnv, client: ToolClient, truth: Truth) -> None:
     for item in plan.reports:
         send_report(client, item)
     for call in plan.calls:
-        inject_s = float(state["faults"][call.fault_id]["inject_s"])
-        args = _rollback_args(
-            client, call, inject_s=inject_s, now_s=truth.now_s, build=build_of(state["faults"][call.fault_id])
-        )
+        fault = state["faults"][call.fault_id]
+        # The ReplicaSets an entry's earlier injections made: the same change made again reuses them.
+        carriers: dict[str, list[str]] = state.setdefault("carriers", {})
+        known = carriers.get(fault.get("catalog_id", ""), [])
+        args, made = _rollback_args(client, call, fault, now_s=truth.now_s, carriers=frozenset(known))
+        if made and fault.get("catalog_id"):
+            carriers[fault["catalog_id"]] = sorted({*known, *made})
         if call.tool == "uncordon_node" and "zone" in args:
             outcome = uncordon_zone(client, args)
         else:

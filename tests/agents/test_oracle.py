@@ -8,6 +8,7 @@ from orchestrator.agents.inputs import AlertView
 from orchestrator.agents.oracle import (
     Truth,
     build_of,
+    made_since,
     plan_oracle,
     record_remedy,
     remedy_call,
@@ -263,6 +264,17 @@ def test_a_rollback_skips_an_old_revision_that_runs_the_faults_build() -> None:
     assert revision_before(history, inject_s=500.0, now_s=600.0) is None  # the default: 4, the faulty build
     assert revision_before(history, inject_s=500.0, now_s=600.0, build="v9") == 2
     assert build_of(CURRENCY) == "v9" and build_of(CART) is None
+
+
+def test_a_rollback_skips_the_replicaset_an_earlier_injection_of_the_entry_made() -> None:
+    # The same setting injected again at 500 reused "quote-bad", made by its first injection at 100 and
+    # renumbered 5; a failover at 560 made revision 6 on top, so revision 5 is no longer the current one.
+    history = _history(6, (4, 550.0), (5, 500.0), (6, 40.0))
+    for item, name in zip(history["revisions"], ("quote-good", "quote-bad", "quote-moved"), strict=True):
+        item["name"] = name
+    assert revision_before(history, inject_s=500.0, now_s=600.0) == 5  # the faulty one
+    assert revision_before(history, inject_s=500.0, now_s=600.0, carriers=frozenset({"quote-bad"})) == 4
+    assert made_since(history, inject_s=500.0, now_s=600.0) == ["quote-moved"]
 
 
 ZONE_OUTAGE = fault("f3", target="frontend-proxy", scope=["frontend-proxy", "frontend"], inject_s=600.0,
