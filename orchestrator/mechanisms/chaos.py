@@ -1,5 +1,5 @@
-"""The chaos mechanism: a Chaos Mesh object in the chaos namespace, or an action on the target's pods or node,
-carried out as Chaos Toolkit activities (``chaosk8s``).
+"""The chaos mechanism: a Chaos Mesh object in the chaos namespace, or an action on the target's pods, its
+node or its whole zone (a site outage), carried out as Chaos Toolkit activities (``chaosk8s``).
 
 Each form describes its activities once: the injector runs them and ``marathon catalog export-ctk`` writes
 them out. Which form a kind takes is the vocabulary's ``crd`` column; an action kind has its own form here.
