@@ -135,10 +135,8 @@ def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         return ("update_service", {**base, key: value})
     if action == "uncordon_node":
         # The displaced workload is the fault's target: the uncordon gives its pods their node back.
-        return (
-            "uncordon_node",
-            {"incident_id": base["incident_id"], "node": str(value), "services": [fault["target"]]},
-        )
+        where = {"node": str(value)} if value is not None else {"zone": _zone_of(fault["artifact"])}
+        return ("uncordon_node", {"incident_id": base["incident_id"], **where, "services": [fault["target"]]})
     if action == "set_feature_flag":
         flag = field.removeprefix("flags/")
         return ("set_feature_flag", {"incident_id": base["incident_id"], "flag": flag, "variant": str(value)})
@@ -164,23 +162,58 @@ def remedy_call(fault: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def revision_before(history: dict[str, Any], *, inject_s: float, now_s: float) -> int | None:
+def _zone_of(artifact: str) -> str:
+    """The zone of a ``node:zone/<zone>`` artifact: a remedy that names no node uncordons every cordoned node
+    of it (no side effects)."""
+    return artifact.partition(":")[2].removeprefix("zone/")
+
+
+def drains_zone(fault: dict[str, Any]) -> bool:
+    """Whether the fault took a whole zone down: its site fails over, and the zone's nodes are uncordoned once
+    the fault is seen, so that the site comes back as the standby (no side effects)."""
+    return fault["remedy"]["action"] == "uncordon_node" and fault["remedy"].get("value") is None
+
+
+def revision_before(
+    history: dict[str, Any],
+    *,
+    inject_s: float,
+    now_s: float,
+    build: str | None = None,
+    carriers: frozenset[str] = frozenset(),
+) -> int | None:
     """The revision that was serving when the fault was injected, from a rollout history (no side effects).
 
     A restart after the injection (for an overlapping fault) adds a revision that still carries the fault's
     change, so "the previous revision" would undo only the restart. The revision in effect at injection is
-    the highest-numbered one created before it (a revision rolled back to is renumbered, not recreated).
+    the highest-numbered one created before it (a revision rolled back to is renumbered, not recreated),
+    leaving out any that runs the fault's ``build`` (an image tag) or is one of its ``carriers`` (the
+    ReplicaSets an earlier injection of the same entry made): the same change made again reuses the
+    ReplicaSet it made the first time, renumbered but created long ago, and a site failover on top of it
+    leaves that one below the current revision.
     """
     best: int | None = None
     for item in history.get("revisions") or []:
         age, number = item.get("age_s"), item.get("revision")
         if age is None or number is None or now_s - float(age) >= inject_s - 0.5:
             continue
+        if build and any(str(image).endswith(f":{build}") for image in item.get("images") or []):
+            continue
+        if item.get("name") in carriers:
+            continue
         best = max(best or 0, int(number))
     current = history.get("current_revision")
     if best is None or (current is not None and str(best) == str(current)):
         return None
     return best
+
+
+def build_of(fault: dict[str, Any]) -> str | None:
+    """The image tag a fault released (``release:<workload>@<tag>``), or None (no side effects)."""
+    kind, _, reference = str(fault.get("artifact", "")).partition(":")
+    if kind != "release":
+        return None
+    return reference.partition("@")[2] or None
 
 
 def _revert_bound(known: dict[str, Any], now_s: float | None) -> float:
@@ -245,8 +278,12 @@ def plan_oracle(
                 fault["alert_ids"].append(alert.alert_id)
         # A one-shot fault (a killed pod) did its damage at injection and its alerts follow whatever the
         # agent does, so it is answered at first sight; recovery would otherwise come before any remedy.
-        # So is a drained node: its pods were evicted at injection and start elsewhere by themselves.
-        one_shot = bool(fault.get("one_shot")) or fault["remedy"]["action"] == "uncordon_node"
+        # So is a drained node: its pods were evicted at injection and start elsewhere by themselves. A
+        # drained zone is not: uncordoned at once, the shop would come back in the same site; its site fails
+        # over, and the zone is given back once its alerts say what happened.
+        one_shot = bool(fault.get("one_shot")) or (
+            fault["remedy"]["action"] == "uncordon_node" and not drains_zone(fault)
+        )
         if not fault["alert_ids"] and not one_shot:
             continue  # nothing to correlate yet: reporting or repairing now would earn nothing
         status = "mitigated" if fault["remedied"] else "open"
@@ -293,14 +330,50 @@ def send_report(client: ToolClient, item: Report) -> None:
     log.info("report %s (%s): %s", item.incident_id, item.status, outcome)
 
 
-def _rollback_args(client: ToolClient, call: Call, *, inject_s: float, now_s: float | None) -> dict[str, Any]:
+def made_since(history: dict[str, Any], *, inject_s: float, now_s: float) -> list[str]:
+    """The ReplicaSets of a rollout history created since the injection: each carries the fault's change
+    (no side effects)."""
+    return sorted(
+        str(item["name"])
+        for item in history.get("revisions") or []
+        if item.get("name")
+        and item.get("age_s") is not None
+        and now_s - float(item["age_s"]) >= inject_s - 0.5
+    )
+
+
+def _rollback_args(
+    client: ToolClient, call: Call, fault: dict[str, Any], *, now_s: float | None, carriers: frozenset[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """The rollback's arguments (the revision in effect at injection), and the ReplicaSets that carry the
+    fault's change."""
     if call.tool != "rollback_service" or now_s is None:
-        return call.args
+        return call.args, []
     history = client.call("get_rollout_history", service=call.args["service"])
     if not history.get("ok") or not isinstance(history.get("result"), dict):
-        return call.args
-    target = revision_before(history["result"], inject_s=inject_s, now_s=now_s)
-    return call.args if target is None else {**call.args, "to_revision": target}
+        return call.args, []
+    inject_s = float(fault["inject_s"])
+    target = revision_before(
+        history["result"], inject_s=inject_s, now_s=now_s, build=build_of(fault), carriers=carriers
+    )
+    made = made_since(history["result"], inject_s=inject_s, now_s=now_s)
+    return (call.args if target is None else {**call.args, "to_revision": target}), made
+
+
+def uncordon_zone(client: ToolClient, args: dict[str, Any]) -> dict[str, Any]:
+    """Uncordon every cordoned node of ``args["zone"]``, one ``uncordon_node`` call each; ok when there was
+    one and every call was."""
+    listed = client.call("get_resources", kind="nodes")
+    items = listed.get("result", {}).get("items") if isinstance(listed.get("result"), dict) else None
+    nodes = sorted(
+        str(item["name"])
+        for item in items or []
+        if item.get("zone") == args["zone"] and item.get("unschedulable")
+    )
+    rest = {key: value for key, value in args.items() if key != "zone"}
+    outcomes = [client.call("uncordon_node", **rest, node=node) for node in nodes]
+    ok = bool(outcomes) and all(outcome.get("ok") for outcome in outcomes)
+    return {"ok": ok, "result": {"zone": args["zone"], "nodes": nodes}}
 
 
 def run(env: AgentEnv, client: ToolClient, truth: Truth) -> None:
@@ -311,9 +384,17 @@ def run(env: AgentEnv, client: ToolClient, truth: Truth) -> None:
     for item in plan.reports:
         send_report(client, item)
     for call in plan.calls:
-        inject_s = float(state["faults"][call.fault_id]["inject_s"])
-        args = _rollback_args(client, call, inject_s=inject_s, now_s=truth.now_s)
-        outcome = client.call(call.tool, **args)
+        fault = state["faults"][call.fault_id]
+        # The ReplicaSets an entry's earlier injections made: the same change made again reuses them.
+        carriers: dict[str, list[str]] = state.setdefault("carriers", {})
+        known = carriers.get(fault.get("catalog_id", ""), [])
+        args, made = _rollback_args(client, call, fault, now_s=truth.now_s, carriers=frozenset(known))
+        if made and fault.get("catalog_id"):
+            carriers[fault["catalog_id"]] = sorted({*known, *made})
+        if call.tool == "uncordon_node" and "zone" in args:
+            outcome = uncordon_zone(client, args)
+        else:
+            outcome = client.call(call.tool, **args)
         log.info("remedy %s for %s: %s", call.tool, call.fault_id, outcome)
         state, follow_up = record_remedy(state, call.fault_id, ok=bool(outcome.get("ok")))
         write_state(path, state)

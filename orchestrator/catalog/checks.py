@@ -179,11 +179,36 @@ def _recipe_problems(entry: Entry, topology: Topology) -> list[tuple[Loc, str]]:
             problems.append(
                 (("inject", "spec", "target"), f"selects {selected!r} but the artifact names {peer!r}")
             )
-        # A fault blamed on a node acts on the node its spec names.
-        node = entry.responsible.names().get("node")
-        if "node" in entry.inject.chaos_kind.artifacts and spec.get("node") != node:
-            problems.append((("inject", "spec", "node"), f"must name the artifact's node ({node})"))
+        names = entry.responsible.names()
+        if entry.inject.kind == "drain-node" and spec.get("node") != names.get("node"):
+            # A fault blamed on a node acts on the node its spec names.
+            problems.append(
+                (("inject", "spec", "node"), f"must name the artifact's node ({names.get('node')})")
+            )
+        if entry.inject.kind == "drain-zone":
+            problems.extend(_zone_problems(entry, topology, names.get("zone")))
     return problems
+
+
+def _zone_problems(entry: ChaosFault, topology: Topology, zone: str | None) -> list[tuple[Loc, str]]:
+    """A zone's drain is blamed on the zone it acts on: its spec's, else the zone of its target's site, where
+    the target runs until a failover moves it (no side effects)."""
+    if zone is None:
+        return [(("artifact",), "a zone's drain blames its zone: node:zone/<zone>")]
+    named = entry.inject.spec.get("zone")
+    if named is not None:
+        return (
+            [] if named == zone else [(("inject", "spec", "zone"), f"must name the artifact's zone ({zone})")]
+        )
+    service = next((s for s in topology.services if s.name == entry.target), None)
+    site = next((s for s in topology.sites if service is not None and s.name == service.site), None)
+    if site is None:
+        return [
+            (("inject", "spec"), f"names no zone, and {entry.target!r} belongs to no site of the topology")
+        ]
+    if site.zone != zone:
+        return [(("artifact",), f"must name the zone of {entry.target!r}'s site {site.name!r} ({site.zone})")]
+    return []
 
 
 def _selected_app(target: object) -> str | None:

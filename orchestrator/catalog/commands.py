@@ -1,4 +1,5 @@
-"""``marathon catalog validate|list``: check catalog files, and show what an app's catalog holds.
+"""``marathon catalog validate|list``: check catalog files, and show what an app's catalog holds (with each
+entry's admission verdict).
 
 ``admit`` (``orchestrator.admission.commands``) and ``export-ctk``
 (``orchestrator.mechanisms.experiment_commands``) add themselves to the same command through
@@ -15,7 +16,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.catalog.faults import Category, Mechanism
+from orchestrator.catalog.admissions import AdmissionFile, load_admission
+from orchestrator.catalog.faults import Category, Entry, Mechanism
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.errors import CatalogError
 
@@ -69,12 +71,19 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.app, root=args.root)
-    console = Console(width=None if sys.stdout.isatty() else 200, highlight=False)
-    table = Table(title=f"{args.app}: {len(catalog)} entries", title_justify="left")
-    for column in ("id", "category", "mechanism", "target", "artifact"):
+    admission = load_admission(args.app, root=args.root)
+    verdicts = [_verdict(entry, admission) for entry in catalog.entries]
+    console = Console(width=None if sys.stdout.isatty() else 220, highlight=False)
+    title = f"{args.app}: {len(catalog)} entries"
+    if admission is not None:
+        title += f", {verdicts.count('admitted')} admitted"
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "category", "mechanism", "target", "artifact", "admission"):
         table.add_column(column, no_wrap=True)
-    for entry in catalog.entries:
-        table.add_row(entry.id, entry.category.value, entry.mechanism.value, entry.target, entry.artifact)
+    for entry, verdict in zip(catalog.entries, verdicts, strict=True):
+        table.add_row(
+            entry.id, entry.category.value, entry.mechanism.value, entry.target, entry.artifact, verdict
+        )
     console.print(table)
     categories = Counter(entry.category for entry in catalog.entries)
     mechanisms = Counter(entry.mechanism for entry in catalog.entries)
@@ -91,3 +100,16 @@ def _list(args: argparse.Namespace) -> int:
         per_mechanism.add_row(mechanism.value, str(mechanisms[mechanism]))
     console.print(per_mechanism)
     return 0
+
+
+def _verdict(entry: Entry, admission: AdmissionFile | None) -> str:
+    """What the app's admission file says of an entry: the scheduler draws only the admitted ones whose
+    content is the one screened (no side effects)."""
+    if admission is None:
+        return "-"  # nothing screened: every entry may be drawn
+    record = next((r for r in admission.entries if r.id == entry.id), None)
+    if record is None:
+        return "not screened"
+    if record.content_hash != entry.content_hash():
+        return "stale"
+    return "admitted" if record.admitted else "rejected"

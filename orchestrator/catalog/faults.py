@@ -332,6 +332,9 @@ class ChaosFault(_Entry):
         return self
 
     def slot(self) -> str:
+        if self.responsible.kind == "node":
+            # Drains share the nodes' cordons: a node's drain and its zone's would revert each other's.
+            return "nodes/cordon"
         return f"{self.target}/chaos/{self.inject.kind}"
 
     @property

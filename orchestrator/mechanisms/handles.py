@@ -36,6 +36,9 @@ class Handle(BaseModel):
     pre_annotation: str | None = None
     # Services with pods where the fault acts beyond its target (a drained node's other pods), by app label.
     affected: tuple[str, ...] = ()
+    # The responsible artifact as found at injection, when the entry leaves part of it to the cluster (the
+    # zone a site outage takes down is the one its target runs in then); None: the entry's own artifact.
+    artifact: str | None = None
 
     @property
     def ref(self) -> ObjectRef:

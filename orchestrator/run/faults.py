@@ -1,8 +1,9 @@
 """Injecting and reverting the scheduled faults, journaling the ground truth of each.
 
 Every injection writes ``FaultInjected`` (catalog id, category, mechanism, namespace, target, culprits,
-artifact, pre and injected values, and the scope: the target's from the topology, widened by the scope of each
-service the fault acts on besides it, such as the other pods of a drained node); a failed one adds
+artifact (as the injection found it where the entry leaves part of it to the cluster: the zone a site outage
+took down), pre and injected values, and the scope: the target's from the topology, widened by the scope of
+each service the fault acts on besides it, such as the other pods of a drained node); a failed one adds
 ``FaultFailed`` and is reverted; every revert writes ``FaultReverted``. A revert that fails is reported loudly
 and the fault stays live (the scorer keeps it live to the run end) until the final ``revert_all`` manages it.
 """
@@ -77,7 +78,7 @@ class FaultDriver:
             namespace=self.namespace,
             target=entry.target,
             culprits=list(entry.culprits),
-            artifact=entry.artifact,
+            artifact=(handle.artifact if handle else None) or entry.artifact,
             scope=list(scope),
             inject_s=t,
             planned_revert_s=float(activation.end_s),

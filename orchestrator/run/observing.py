@@ -271,7 +271,7 @@ def oracle_truth(
                 "mechanism": str(fault.entry.mechanism),
                 "target": fault.entry.target,
                 "culprits": sorted(fault.entry.culprits),
-                "artifact": fault.entry.artifact,
+                "artifact": fault.handle.artifact or fault.entry.artifact,
                 "scope": list(fault.scope),
                 "inject_s": fault.inject_s,
                 "planned_revert_s": fault.activation.end_s,

@@ -2,12 +2,12 @@
 
 The active site's services are pinned to its zone (a ``nodeSelector`` on the zone label, rendered from the
 topology's ``sites``); the standby's nodes hold no pods of the app. When no node of the active zone can run a
-pod any more (every one is NotReady or cordoned: the site is down), the failover moves every Deployment pinned
-there to the standby's zone, as a site operator's failover does: a new rollout of each, recorded as a Warning
-event ``SiteFailover`` on the Deployment, after which the standby is the active site. It never fails back by
-itself: once the first site is back, it is the standby. Nothing happens while any node of the active zone
-can run pods (a single drained node is not a site outage), or when the standby's zone has no usable node
-either.
+pod any more (every one is NotReady or cordoned: the site is down) and has stayed so for ``DOWN_FOR_S``, the
+failover moves every Deployment pinned there to the standby's zone, as a site operator's failover does: a
+new rollout of each, recorded as a Warning event ``SiteFailover`` on the Deployment, after which the standby
+is the active site. It never fails back by itself: once the first site is back, it is the standby. Nothing
+happens while any node of the active zone can run pods (a single drained node is not a site outage), or when
+the standby's zone has no usable node either.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.store import DEPLOYMENTS, NODES
 
 Obj = dict[str, Any]
+# How long the active site is down before the failover starts: the site's health checks must fail for a
+# minute before the operator's automation declares it down, so the shop is unreachable meanwhile.
+DOWN_FOR_S = 60.0
 
 
 def usable(node: Obj) -> bool:
@@ -43,6 +46,7 @@ class SiteFailover:
     active_zone: str
     standby_zone: str
     failovers: int = 0
+    down_since: float | None = None  # when the active site was last found down, until it is up again
 
     @classmethod
     def of(cls, topology: Topology) -> SiteFailover | None:
@@ -54,10 +58,16 @@ class SiteFailover:
         return cls(active_zone=active.zone, standby_zone=standby.zone)
 
     def step(self, cluster: Cluster, namespace: str, now: float) -> bool:
-        """Fail over when the active site is down; True when it did. Call under ``cluster.lock``."""
+        """Fail over when the active site has been down for ``DOWN_FOR_S``; True when it did. Call under
+        ``cluster.lock``."""
         nodes = cluster.store.list(NODES)
         active = [n for n in nodes if _zone(n) == self.active_zone]
         if not active or any(usable(n) for n in active):
+            self.down_since = None
+            return False
+        if self.down_since is None:
+            self.down_since = now
+        if now - self.down_since < DOWN_FOR_S:
             return False
         if not any(usable(n) for n in nodes if _zone(n) == self.standby_zone):
             return False  # nowhere to go: both sites are down
@@ -75,5 +85,6 @@ class SiteFailover:
             cluster.events.record(involved=stored, reason="SiteFailover", message=message, now=now,
                                   type_="Warning", component="site-failover")  # fmt: skip
         self.active_zone, self.standby_zone = self.standby_zone, self.active_zone
+        self.down_since = None
         self.failovers += 1
         return True

@@ -62,6 +62,12 @@ def _node(spec: Spec) -> str | None:
     return None if isinstance(spec.get("node"), str) else "drain-node spec needs the 'node' to drain"
 
 
+def _zone(spec: Spec) -> str | None:
+    # Without a zone, the zone its target runs in at injection: the active site's, whichever that is.
+    zone = spec.get("zone")
+    return None if zone is None or isinstance(zone, str) else "drain-zone spec's 'zone' names a zone"
+
+
 CHAOS_KINDS: tuple[ChaosKind, ...] = (
     ChaosKind(
         "PodChaos", crd=True, artifacts=("pod",), actions=("pod-failure", "pod-kill", "container-kill")
@@ -80,6 +86,7 @@ CHAOS_KINDS: tuple[ChaosKind, ...] = (
     ChaosKind("HTTPChaos", crd=True, artifacts=("network",), needs=_http_rule),
     ChaosKind("terminate-pods", crd=False, artifacts=("pod",)),
     ChaosKind("drain-node", crd=False, artifacts=("node",), needs=_node),
+    ChaosKind("drain-zone", crd=False, artifacts=("node",), needs=_zone),
 )
 
 CHAOS_KIND: dict[str, ChaosKind] = {kind.name: kind for kind in CHAOS_KINDS}

@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.agents.inputs import AlertView
-from orchestrator.agents.oracle import Truth, plan_oracle, record_remedy, remedy_call, revision_before
+from orchestrator.agents.oracle import (
+    Truth,
+    build_of,
+    made_since,
+    plan_oracle,
+    record_remedy,
+    remedy_call,
+    revision_before,
+    uncordon_zone,
+)
 from orchestrator.catalog.loading import load_catalog
 
 NS = "online-boutique"
@@ -136,11 +145,17 @@ def test_every_catalog_remedy_becomes_a_valid_tool_call_or_a_deliberate_wait() -
     silent = []
     for entry in load_catalog().entries:
         remedy = entry.remedy.model_dump(mode="json")
-        call = remedy_call({"fault_id": entry.id, "target": entry.target, "remedy": remedy})
+        call = remedy_call(
+            {"fault_id": entry.id, "target": entry.target, "artifact": entry.artifact, "remedy": remedy}
+        )
         if call is None:
             silent.append((entry.id, entry.remedy.action))
             continue
         tool, call_args = call
+        if "zone" in call_args:  # a drained zone: the same call for each of its cordoned nodes
+            zone = call_args.pop("zone")
+            assert entry.artifact == f"node:zone/{zone}"
+            call_args["node"] = "marathon-worker"
         assert TOOLS[tool].effect == "mutate"
         TOOLS[tool].args.model_validate(call_args)  # raises when the oracle would send arguments it rejects
     # Only a remedy that is no action at all (chaos that only its own end cures) has no tool.
@@ -237,3 +252,79 @@ def test_a_rollback_skips_a_restart_made_after_the_injection() -> None:
 def test_a_rollback_without_an_intervening_revision_keeps_the_default_target() -> None:
     assert revision_before(_history(3, (1, 900.0), (3, 100.0)), inject_s=500.0, now_s=600.0) == 1
     assert revision_before(_history(2, (1, 900.0), (2, 400.0)), inject_s=500.0, now_s=600.0) is None
+
+
+def test_a_rollback_skips_an_old_revision_that_runs_the_faults_build() -> None:
+    # A failover back to zone-b at 560 reused zone-b's ReplicaSet of the same build, created at 100 and
+    # renumbered 5: created before the injection at 500, yet it carries the fault.
+    history = _history(5, (2, 580.0), (4, 100.0), (5, 500.0))
+    history["revisions"][1]["images"] = ["ghcr.io/x/currency:v9"]
+    history["revisions"][2]["images"] = ["ghcr.io/x/currency:v9"]
+    history["revisions"][0]["images"] = ["ghcr.io/x/currency:v8"]
+    assert revision_before(history, inject_s=500.0, now_s=600.0) is None  # the default: 4, the faulty build
+    assert revision_before(history, inject_s=500.0, now_s=600.0, build="v9") == 2
+    assert build_of(CURRENCY) == "v9" and build_of(CART) is None
+
+
+def test_a_rollback_skips_the_replicaset_an_earlier_injection_of_the_entry_made() -> None:
+    # The same setting injected again at 500 reused "quote-bad", made by its first injection at 100 and
+    # renumbered 5; a failover at 560 made revision 6 on top, so revision 5 is no longer the current one.
+    history = _history(6, (4, 550.0), (5, 500.0), (6, 40.0))
+    for item, name in zip(history["revisions"], ("quote-good", "quote-bad", "quote-moved"), strict=True):
+        item["name"] = name
+    assert revision_before(history, inject_s=500.0, now_s=600.0) == 5  # the faulty one
+    assert revision_before(history, inject_s=500.0, now_s=600.0, carriers=frozenset({"quote-bad"})) == 4
+    assert made_since(history, inject_s=500.0, now_s=600.0) == ["quote-moved"]
+
+
+ZONE_OUTAGE = fault("f3", target="frontend-proxy", scope=["frontend-proxy", "frontend"], inject_s=600.0,
+                    artifact="node:zone/zone-b", remedy={"action": "uncordon_node"})  # fmt: skip
+
+
+def test_a_drained_zone_is_given_back_after_its_failover_not_at_first_sight() -> None:
+    at_injection = plan_oracle([], truth(ZONE_OUTAGE, now_s=600.0), {}, namespace=NS)
+    assert at_injection.calls == ()  # uncordoned now, the shop would come back in the same site
+    later = plan_oracle(
+        [alert("a1", "KubeDeploymentNoAvailableReplicas", 660.0, service="frontend")],
+        truth(ZONE_OUTAGE, now_s=720.0),
+        at_injection.state,
+        namespace=NS,
+    )
+    assert [(c.tool, c.args) for c in later.calls] == [
+        ("uncordon_node", {"incident_id": "oracle-f3", "zone": "zone-b", "services": ["frontend-proxy"]})
+    ]
+    drained_node = fault("f4", target="kafka", scope=["kafka"], inject_s=600.0, artifact="node:w2",
+                         remedy={"action": "uncordon_node", "value": "w2"})  # fmt: skip
+    assert [c.tool for c in plan_oracle([], truth(drained_node, now_s=600.0), {}, namespace=NS).calls] == [
+        "uncordon_node"
+    ]
+
+
+class _Tools:
+    """The two tools the zone's uncordon uses, over a fixed node list; records the calls."""
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self.nodes = nodes
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def call(self, tool: str, **args: Any) -> dict[str, Any]:
+        self.calls.append((tool, args))
+        if tool == "get_resources":
+            return {"ok": True, "result": {"kind": "nodes", "items": self.nodes}}
+        return {"ok": True, "result": {"node": args["node"]}}
+
+
+def test_a_zones_uncordon_names_each_cordoned_node_of_that_zone_only() -> None:
+    tools = _Tools([
+        {"name": "w1", "zone": "zone-a", "unschedulable": True},
+        {"name": "w2", "zone": "zone-a"},
+        {"name": "w3", "zone": "zone-b", "unschedulable": True},
+        {"name": "w4", "zone": "zone-b", "unschedulable": True},
+    ])  # fmt: skip
+    args = {"incident_id": "oracle-f3", "zone": "zone-b", "services": ["frontend-proxy"]}
+    outcome = uncordon_zone(tools, args)  # type: ignore[arg-type]
+    assert outcome == {"ok": True, "result": {"zone": "zone-b", "nodes": ["w3", "w4"]}}
+    assert [(tool, a.get("node")) for tool, a in tools.calls] == [
+        ("get_resources", None), ("uncordon_node", "w3"), ("uncordon_node", "w4")
+    ]  # fmt: skip
+    assert uncordon_zone(_Tools([{"name": "w3", "zone": "zone-b"}]), args)["ok"] is False  # type: ignore[arg-type]

@@ -87,3 +87,13 @@ def test_list_of_an_unknown_app_exits_2_naming_the_known_apps(capsys: pytest.Cap
 def test_admit_and_export_ctk_add_themselves_to_the_catalog_command_after_its_own_actions() -> None:
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert list(catalog_actions(commands).choices) == ["validate", "list", "admit", "export-ctk"]
+
+
+def test_list_shows_each_entrys_admission_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "list", "--app", "astronomy-shop"]) == 0
+    out = capsys.readouterr().out
+    verdicts = dict(re.findall(r"^│ (as-[a-z0-9-]+)\s+│.*│ ([a-z -]+?)\s+│$", out, flags=re.MULTILINE))
+    assert verdicts["as-active-site-outage"] == "admitted"
+    assert set(verdicts.values()) <= {"admitted", "rejected", "stale", "not screened"}
+    admitted = sum(1 for verdict in verdicts.values() if verdict == "admitted")
+    assert f"astronomy-shop: {len(verdicts)} entries, {admitted} admitted" in out

@@ -110,6 +110,7 @@ def test_an_entry_with_a_malformed_artifact_is_invalid_at_the_artifact_field() -
         ({"kind": "PodChaos", "spec": {"action": "pod-explode"}}, "pod-failure, pod-kill"),
         ({"kind": "HTTPChaos", "spec": {"port": 8080}}, "one of abort, delay, replace, patch"),
         ({"kind": "drain-node", "spec": {}}, "the 'node' to drain"),
+        ({"kind": "drain-zone", "spec": {"zone": 3}}, "'zone' names a zone"),
         ({"kind": "StressChaos", "spec": {"mode": "all"}}, "needs 'stressors'"),
     ],
 )

@@ -295,3 +295,34 @@ def test_an_artifact_kind_that_does_not_fit_the_mechanism_is_reported_on_the_art
     (problem,) = _problems(project(a=entries))
     assert (problem.field, problem.value) == ("faults.1.artifact", "'pod:cartservice'")
     assert problem.message.startswith("artifact kind 'pod' does not fit a config fault")
+
+
+def test_a_zone_drain_blames_the_zone_of_its_spec_or_else_of_its_targets_site(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    topology = tmp_path / "manifests" / "astronomy-shop" / "topology.yaml"
+    topology.parent.mkdir(parents=True)
+    shutil.copy(root / "manifests" / "astronomy-shop" / "topology.yaml", topology)
+    outage = load_catalog("astronomy-shop").by_id["as-active-site-outage"].model_dump(mode="json")
+    assert outage["inject"] == {"kind": "drain-zone", "spec": {}}
+    folder = tmp_path / "fault_catalog" / "astronomy-shop"
+    folder.mkdir(parents=True)
+
+    def problems(**changes: Any) -> list[str]:
+        entry = {**copy.deepcopy(outage), **changes}
+        (folder / "chaos.yaml").write_text(yaml.safe_dump({"faults": [entry]}, sort_keys=False))
+        try:
+            load_catalog("astronomy-shop", root=tmp_path)
+        except CatalogError as raised:
+            return [f"{p.field}: {p.message}" for p in raised.problems]
+        return []
+
+    assert problems() == []
+    assert problems(artifact="node:zone/zone-b") == [
+        "faults.0.artifact: must name the zone of 'frontend-proxy''s site 'primary' (zone-a)"
+    ]
+    assert problems(artifact="node:marathon-worker") == [
+        "faults.0.artifact: a zone's drain blames its zone: node:zone/<zone>"
+    ]
+    named = {"kind": "drain-zone", "spec": {"zone": "zone-b"}}
+    assert problems(inject=named, artifact="node:zone/zone-b") == []
+    assert problems(inject=named) == ["faults.0.inject.spec.zone: must name the artifact's zone (zone-a)"]

@@ -63,3 +63,13 @@ def test_faults_on_different_fields_of_one_deployment_do_not_interfere() -> None
     )
     assert not interference_keys(redis) & interference_keys(memory)
     assert interference_keys(redis) == interference_keys(FAULT_ENTRY.validate_python(_entry(id="ob-other")))
+
+
+def test_a_nodes_drain_and_its_zones_drain_interfere_as_they_share_the_cordons() -> None:
+    from orchestrator.catalog.loading import load_catalog
+
+    by_id = load_catalog("astronomy-shop").by_id
+    node, zone = by_id["as-active-site-node-drained"], by_id["as-active-site-outage"]
+    assert node.responsible.normalized() != zone.responsible.normalized()
+    assert interference_keys(node) & interference_keys(zone) == {"slot:nodes/cordon"}
+    assert not interference_keys(zone) & interference_keys(by_id["as-cart-pods-terminated"])

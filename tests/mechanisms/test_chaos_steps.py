@@ -71,3 +71,15 @@ def test_terminated_pods_need_no_rollback(catalog: Catalog) -> None:
 
 def test_every_mechanism_of_the_catalog_has_an_object_in_the_registry(catalog: Catalog) -> None:
     assert {entry.mechanism for entry in catalog.entries} == set(MECHANISMS)
+
+
+def test_a_drained_zone_is_every_node_with_its_zone_label_and_is_uncordoned_by_the_rollback(
+    catalog: Catalog,
+) -> None:
+    entry = _first(catalog, "drain-zone")
+    zone = entry.responsible.names()["zone"]  # exported without a cluster: the zone the artifact names
+    steps = MECHANISM.steps(entry, namespace="ns", chaos_namespace="chaos", baseline=None)
+    (cordon,), (uncordon,) = steps.method, steps.rollbacks
+    assert cordon["provider"]["func"] == "cordon_node" and uncordon["provider"]["func"] == "uncordon_node"
+    selector = {"label_selector": f"topology.kubernetes.io/zone={zone}"}
+    assert cordon["provider"]["arguments"] == uncordon["provider"]["arguments"] == selector

@@ -1,6 +1,6 @@
 """Astronomy Shop's two sites on the twin: the shop runs in the active site's zone; when every node of that
-zone is drained the failover moves it to the standby site, where it serves again; one drained node is not a
-site outage."""
+zone is drained (and has been for a minute) the failover moves it to the standby site, where it serves again;
+one drained node is not a site outage."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from orchestrator.catalog.manifests import ZONE_LABEL
 from orchestrator.twin.boot import Twin
+from orchestrator.twin.failover import DOWN_FOR_S
 from orchestrator.twin.store import DEPLOYMENTS, EVENTS, NODES, PODS
 
 AS = "astronomy-shop"
@@ -71,7 +72,10 @@ def test_the_shop_fails_over_to_the_standby_site_when_the_active_site_is_down() 
     assert twin.failover.failovers == 0  # one node of the site still runs pods: no outage, no failover
     assert not _unavailable(twin)
     _drain(twin, active[1])
-    twin.advance(5)
+    twin.advance(DOWN_FOR_S - 5)
+    assert twin.failover.failovers == 0  # the site is down, but its health checks have not declared it yet
+    assert _zones_running(twin) <= {"zone-a"}
+    twin.advance(10)
     assert twin.failover.failovers == 1 and twin.failover.active_zone == "zone-b"
     with twin.cluster.lock:
         deployments = twin.cluster.store.list(DEPLOYMENTS, twin.namespace)
