@@ -16,7 +16,7 @@ from orchestrator.twin.timefmt import EPOCH
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed")
 
 
-def test_schedule_time_zero_comes_after_every_deployment_serves_and_a_quiet_window(tmp_path: Path) -> None:
+def test_schedule_time_zero_comes_after_every_workload_serves_and_a_quiet_window(tmp_path: Path) -> None:
     world = start_twin_world(app="train-ticket", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
     try:
         assert world.now_s() == 0.0
@@ -24,9 +24,13 @@ def test_schedule_time_zero_comes_after_every_deployment_serves_and_a_quiet_wind
         assert world.offset_s > WARMUP_QUIET_S
         assert world.origin_epoch_s == EPOCH.timestamp() + world.offset_s
         deployments = world.client().list_objects("Deployment", namespace="train-ticket")
-        assert len(deployments) == 50
+        assert len(deployments) == 47
         for deployment in deployments:
             assert deployment["status"]["availableReplicas"] >= deployment["spec"]["replicas"]
+        sets = world.client().list_objects("StatefulSet", namespace="train-ticket")
+        assert sorted((s["metadata"]["name"], s["status"]["readyReplicas"]) for s in sets) == [
+            ("nacos", 3), ("nacosdb-mysql", 3), ("tsdb-mysql", 3),
+        ]  # fmt: skip
         assert world.advance_to(120.0, stop=threading.Event()) == 120.0
     finally:
         world.stop()
@@ -46,6 +50,6 @@ def test_an_application_that_never_serves_stops_the_run_before_it_starts(
     monkeypatch.setattr(world_module.TwinWorld, "stop", stop)
     with pytest.raises(OrchestratorError) as raised:
         start_twin_world(app="train-ticket", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
-    assert "train-ticket: not every Deployment became available within 10 s" in str(raised.value)
-    assert "ts-order-service" in str(raised.value)
+    assert "train-ticket: not every workload became available within 10 s" in str(raised.value)
+    assert "ts-order-service" in str(raised.value) and "tsdb-mysql" in str(raised.value)
     assert stopped == [True]  # its twin and Prometheus are not left running
