@@ -12,15 +12,17 @@ import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from orchestrator.catalog.faults import CATEGORY_WEIGHTS, Category, Entry
 from orchestrator.catalog.faults import interference_keys as _interference_keys
+from orchestrator.catalog.loading import Catalog
+from orchestrator.catalog.topology import ServiceKind, Topology
 from orchestrator.errors import Problem, ScheduleError
 from orchestrator.rng import derive
 
 # Bump whenever the same inputs would produce a different schedule, so old hashes never match new plans.
-SCHEDULE_VERSION = 3
+SCHEDULE_VERSION = 4
 
 _WHERE = "schedule parameters"
 
@@ -32,7 +34,8 @@ class ScheduleParams:
     ``ramp`` is the ratio of the arrival intensity at the end of the injection period to that at its start.
     ``max_concurrent`` caps simultaneously active faults; ``None`` means no cap. ``exclusive_culprits`` makes
     every service the culprit of at most one active fault: two faults on one service would mask each
-    other's symptoms and repairs, so neither could be told apart or verified as repaired.
+    other's symptoms and repairs, so neither could be told apart or verified as repaired. ``decoy_count``
+    harmless changes (see ``Decoy``) are spread over the injection period.
     """
 
     fault_count: int = 60
@@ -44,6 +47,7 @@ class ScheduleParams:
     delta_s: int = 120
     max_concurrent: int | None = None
     exclusive_culprits: bool = True
+    decoy_count: int = 12
 
     def __post_init__(self) -> None:
         problems = _param_problems(self)
@@ -57,7 +61,7 @@ class ScheduleParams:
 
 _INT_MINIMUMS = {
     "fault_count": 0, "injection_period_s": 1, "observation_period_s": 1,
-    "min_duration_s": 1, "max_duration_s": 1, "delta_s": 1,
+    "min_duration_s": 1, "max_duration_s": 1, "delta_s": 1, "decoy_count": 0,
 }  # fmt: skip
 
 
@@ -123,6 +127,23 @@ class Activation:
         return self.at_s + self.duration_s
 
 
+DecoyKind = Literal["redeploy", "config"]
+DECOY_KINDS: tuple[DecoyKind, ...] = ("redeploy", "config")
+
+
+@dataclass(frozen=True)
+class Decoy:
+    """A harmless change at boundary ``at_s`` to ``target``, a service outside the scope of every fault active
+    then: a ``redeploy`` (a rollout of what it runs, with a change cause) or a ``config`` edit (its log
+    level). Nothing breaks, but the rollout history shows a recent change, which an agent that rolls back
+    whatever changed last takes for a culprit (docs/metrics.md, "Decoys")."""
+
+    index: int
+    at_s: int
+    change: DecoyKind
+    target: str
+
+
 @dataclass(frozen=True)
 class SkippedArrival:
     """An arrival that was not placed: ``cap`` (the cap was reached at every boundary it could wait for) or
@@ -142,6 +163,7 @@ class Schedule:
     content_hash: str
     activations: tuple[Activation, ...]
     skipped: tuple[SkippedArrival, ...]
+    decoys: tuple[Decoy, ...] = ()
     version: int = SCHEDULE_VERSION
 
 
@@ -151,11 +173,14 @@ def entries_hash(entries: Iterable[Entry]) -> str:
     return hashlib.sha256(canonical_json(pairs).encode()).hexdigest()
 
 
-def schedule_hash(*, app: str, seed: int, params: ScheduleParams, catalog_hash: str) -> str:
+def schedule_hash(
+    *, app: str, seed: int, params: ScheduleParams, catalog_hash: str, decoy_services: Sequence[str] = ()
+) -> str:
     """The schedule's identity: everything the plan is a function of, plus the planner version."""
     identity = {
         "app": app,
         "catalog": catalog_hash,
+        "decoy_services": sorted(decoy_services),
         "params": dataclasses.asdict(params),
         "seed": seed,
         "version": SCHEDULE_VERSION,
@@ -203,7 +228,13 @@ def _boundary_at_or_after(time_s: float, delta_s: int) -> int:
 
 
 def plan_schedule(
-    *, app: str, entries: Sequence[Entry], seed: int, params: ScheduleParams | None = None
+    *,
+    app: str,
+    entries: Sequence[Entry],
+    seed: int,
+    params: ScheduleParams | None = None,
+    scopes: Mapping[str, frozenset[str]] | None = None,
+    decoy_services: Sequence[str] = (),
 ) -> Schedule:
     """The marathon schedule for ``app``: pure, no side effects; only the inputs decide the result.
 
@@ -215,6 +246,11 @@ def plan_schedule(
     ``max_concurrent`` faults active, keeps its category and drifts to the next boundary to try again (so
     the injected mix keeps the production proportions); one that is still not placed at the last boundary
     of the injection period is recorded as skipped.
+
+    Decoys (``params.decoy_count``, from a stream of their own) land on boundaries of the injection period,
+    each on one of ``decoy_services`` outside what every fault active or starting there touches (``scopes``,
+    by catalog id: its affected scope and culprits); a decoy with no such service is dropped. No
+    ``decoy_services``, no decoys.
     """
     seed = check_seed(seed)
     params = params or ScheduleParams()
@@ -233,15 +269,59 @@ def plan_schedule(
         raise ScheduleError("catalog entry ids must be unique", problems)
     catalog_hash = entries_hash(mine)
     activations, skipped = _place(entries=mine, seed=seed, params=params)
+    decoys = _decoys(activations, seed=seed, params=params, scopes=scopes or {}, services=decoy_services)
     return Schedule(
         app=app,
         seed=seed,
         params=params,
         entries_hash=catalog_hash,
-        content_hash=schedule_hash(app=app, seed=seed, params=params, catalog_hash=catalog_hash),
+        content_hash=schedule_hash(
+            app=app, seed=seed, params=params, catalog_hash=catalog_hash, decoy_services=decoy_services
+        ),
         activations=tuple(activations),
         skipped=tuple(skipped),
+        decoys=tuple(decoys),
     )
+
+
+def decoy_inputs(catalog: Catalog, topology: Topology) -> tuple[dict[str, frozenset[str]], tuple[str, ...]]:
+    """What decoys are placed by (no side effects): what each entry touches (its affected scope, culprits and
+    target) and the services a decoy may change, those running the app's own code (not its datastores,
+    queues or load generator)."""
+    scopes = {e.id: catalog.scope(e) | frozenset(e.culprits) | {e.target} for e in catalog.entries}
+    services = tuple(
+        s.name for s in topology.services if s.kind in (ServiceKind.SERVICE, ServiceKind.GATEWAY)
+    )
+    return scopes, services
+
+
+def _decoys(
+    activations: Sequence[Activation],
+    *,
+    seed: int,
+    params: ScheduleParams,
+    scopes: Mapping[str, frozenset[str]],
+    services: Sequence[str],
+) -> list[Decoy]:
+    if not services:
+        return []
+    rng = derive(seed, "schedule.decoys")
+    last_boundary = params.injection_period_s - params.delta_s
+    placed: list[Decoy] = []
+    for _ in range(params.decoy_count):
+        # Drawn for every decoy, placed or not, so one dropped decoy does not shift the others.
+        drawn = _boundary_at_or_after(rng.uniform(0, params.injection_period_s), params.delta_s)
+        at_s = max(min(drawn, last_boundary), params.delta_s)  # the first boundary is at delta
+        change = DECOY_KINDS[rng.randrange(len(DECOY_KINDS))]
+        pick = rng.random()
+        live = [a for a in activations if a.at_s <= at_s < a.end_s]
+        busy = set().union(*(scopes.get(a.catalog_id, frozenset({a.target})) for a in live))
+        taken = {d.target for d in placed if d.at_s == at_s}  # one change per service and boundary
+        free = [s for s in sorted(services) if s not in busy and s not in taken]
+        if free:
+            placed.append(Decoy(index=0, at_s=at_s, change=change, target=free[int(pick * len(free))]))
+    ordered = sorted(placed, key=lambda d: (d.at_s, d.target, d.change))
+    return [dataclasses.replace(d, index=i) for i, d in enumerate(ordered)]
 
 
 def _place(
@@ -347,6 +427,7 @@ def schedule_to_record(schedule: Schedule) -> dict[str, Any]:
             for a in schedule.activations
         ],
         "skipped": [dataclasses.asdict(s) for s in schedule.skipped],
+        "decoys": [dataclasses.asdict(d) for d in schedule.decoys],
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from orchestrator.catalog.apps import app_names
 from orchestrator.catalog.faults import Entry
@@ -16,6 +16,7 @@ from orchestrator.schedule import (
     ScheduleParams,
     canonical_json,
     concurrency,
+    decoy_inputs,
     plan_schedule,
     schedule_to_record,
 )
@@ -27,6 +28,7 @@ _FLAGS = {
     "injection_period_s": "--injection-period",
     "observation_period_s": "--observation-period",
     "ramp": "--ramp",
+    "decoy_count": "--decoys",
 }
 
 
@@ -69,6 +71,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="let one service be the culprit of several active faults at once (default: one at a time)",
     )
+    parser.add_argument(
+        "--decoys", type=int, default=defaults.decoy_count,
+        help="harmless changes on services no active fault touches",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -82,6 +88,7 @@ def params_from_args(args: argparse.Namespace) -> ScheduleParams:
             ramp=args.ramp,
             max_concurrent=args.max_concurrent,
             exclusive_culprits=not args.shared_culprits,
+            decoy_count=args.decoys,
         )
     except ScheduleError as exc:
         problems = [
@@ -97,14 +104,17 @@ def run(args: argparse.Namespace) -> int:
 
     params = params_from_args(args)
     catalog = load_catalog(args.app)
-    published = load_topology(args.app).published_concurrency
+    topology = load_topology(args.app)
+    scopes, decoy_services = decoy_inputs(catalog, topology)
     text = report(
         app=args.app,
         seed=args.seed,
         params=params,
         entries=catalog.entries,
-        published=published,
+        published=topology.published_concurrency,
         as_json=args.json,
+        scopes=scopes,
+        decoy_services=decoy_services,
     )
     print(text)
     return 0
@@ -118,10 +128,14 @@ def report(
     entries: Sequence[Entry],
     published: PublishedConcurrency | None,
     as_json: bool,
+    scopes: Mapping[str, frozenset[str]] | None = None,
+    decoy_services: Sequence[str] = (),
 ) -> str:
     """The text ``marathon schedule`` prints: a table with concurrency figures, set beside the app's
     published ones when its topology has them, or canonical JSON."""
-    schedule = plan_schedule(app=app, entries=entries, seed=seed, params=params)
+    schedule = plan_schedule(
+        app=app, entries=entries, seed=seed, params=params, scopes=scopes, decoy_services=decoy_services
+    )
     stats = concurrency(schedule)
     if as_json:
         return report_json(schedule, stats, published)
@@ -159,6 +173,12 @@ def render_table(
             f"{clock(a.at_s):>6}  {clock(a.duration_s):>5}  {a.category:<17}  {a.mechanism:<9}  "
             f"{a.target:<24}  {a.catalog_id}"
         )
+    if schedule.decoys:
+        lines += [
+            "",
+            f"{len(schedule.decoys)} decoys (harmless changes on services no active fault touches):",
+        ]
+        lines += [f"{clock(d.at_s):>6}  {d.change:<8}  {d.target}" for d in schedule.decoys]
     cap = "none" if params.max_concurrent is None else str(params.max_concurrent)
     rows = [
         (f"whole run ({params.run_end_s / 60:g} min)", f"{stats.average_run:.2f}", str(stats.peak_run)),

@@ -78,7 +78,8 @@ def test_the_json_is_canonical_with_sorted_keys_and_no_spaces() -> None:
         "arrival", "at_s", "catalog_id", "category", "duration_s", "end_s", "index", "mechanism", "target",
     ]  # fmt: skip
     assert record["params"]["ramp"] == 4.0
-    assert record["version"] == SCHEDULE_VERSION == 3
+    assert record["version"] == SCHEDULE_VERSION == 4
+    assert record["decoys"] == []  # no services to change were given
     assert record["params"]["exclusive_culprits"] is True
 
 

@@ -8,7 +8,7 @@ import pytest
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.cli import main
-from orchestrator.schedule import ScheduleParams, concurrency, plan_schedule, schedule_to_record
+from orchestrator.schedule import ScheduleParams, concurrency, decoy_inputs, plan_schedule, schedule_to_record
 from orchestrator.schedule_commands import clock, report, seed_argument
 from tests.test_schedule_catalog import APP, fixture_entries
 
@@ -98,11 +98,19 @@ def test_marathon_schedule_prints_the_online_boutique_plan(capsys: pytest.Captur
     assert main(["schedule", "--app", "online-boutique", "--seed", "42"]) == 0
     out = capsys.readouterr().out
     catalog = load_catalog("online-boutique")
-    schedule = plan_schedule(app="online-boutique", entries=catalog.entries, seed=42)
+    scopes, services = decoy_inputs(catalog, load_topology("online-boutique"))
+    schedule = plan_schedule(
+        app="online-boutique", entries=catalog.entries, seed=42, scopes=scopes, decoy_services=services
+    )
     assert out.startswith(f"schedule {schedule.content_hash[:12]} for online-boutique, seed 42\n")
     last_words = [line.split()[-1] for line in out.splitlines() if line.strip()]
     listed = [word for word in last_words if word in catalog.by_id]
     assert listed == [a.catalog_id for a in schedule.activations]
+    assert schedule.decoys and f"{len(schedule.decoys)} decoys (harmless changes" in out
+    listing = out.split(" decoys (harmless changes")[1].split("\n\n")[0].splitlines()[1:]
+    assert [tuple(line.split()[1:]) for line in listing] == [
+        (d.change, d.target) for d in schedule.decoys
+    ]
     assert "published, online-boutique" in out
 
 

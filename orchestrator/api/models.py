@@ -32,6 +32,9 @@ class ScheduleOverrides(BaseModel):
         default=None, description="one active fault per culprit service at a time (default true)"
     )
     sample_step_s: int | None = Field(default=None, ge=5, le=3600)
+    decoys: int | None = Field(
+        default=None, ge=0, le=1000, description="harmless changes on services no active fault touches"
+    )
 
 
 class RunRequest(BaseModel):

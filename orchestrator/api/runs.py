@@ -45,7 +45,7 @@ SCHEDULE_FIELDS = {
     "injection_period_s": "injection_period_s", "observation_period_s": "observation_period_s",
     "min_duration_s": "min_duration_s", "max_duration_s": "max_duration_s",
     "max_concurrent": "max_concurrent", "sample_step_s": "sample_step_s",
-    "exclusive_culprits": "exclusive_culprits",
+    "exclusive_culprits": "exclusive_culprits", "decoys": "decoys",
 }  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from orchestrator.bundle.records import (
     STREAMS,
     AlertRecord,
     ArtifactSample,
+    DecoyApplied,
     FaultFailed,
     FaultInjected,
     FaultReverted,
@@ -70,6 +71,7 @@ class Bundle:
     model_calls: tuple[ModelCall, ...] = ()
     service_states: tuple[ServiceStates, ...] = ()  # the workloads at the run's start and end
     state_drifts: tuple[StateDrift, ...] = ()  # reverted fields found changed again, and what was done
+    decoys: tuple[DecoyApplied, ...] = ()  # the schedule's harmless changes, as applied
 
 
 def payload_dir(bundle: Path) -> Path:
@@ -128,6 +130,7 @@ _FIELD_OF_TYPE: dict[type[Record], str] = {
     ModelCall: "model_calls",
     ServiceStates: "service_states",
     StateDrift: "state_drifts",
+    DecoyApplied: "decoys",
 }
 
 

@@ -250,6 +250,19 @@ class WorkloadState(BaseModel):
     replicas: Annotated[int, Field(ge=0)]
 
 
+class DecoyApplied(_Record):
+    """A decoy of the schedule (a harmless ``redeploy`` or ``config`` edit of ``target``) as applied at ``t``,
+    with the workload as it stood after it: what docs/metrics.md's collateral check expects at the end."""
+
+    kind: Literal["decoy"] = "decoy"
+    t: Seconds
+    index: Annotated[int, Field(ge=0)]
+    change: Literal["redeploy", "config"]
+    target: str = Field(min_length=1)
+    detail: str = ""
+    workload: WorkloadState
+
+
 class ServiceStates(_Record):
     """Every workload of the app's namespace at the run's start (before the first boundary) or its end
     (after the final reverts): what docs/metrics.md's collateral check compares."""
@@ -349,6 +362,7 @@ Record = (
     | FaultReverted
     | FaultFailed
     | StateDrift
+    | DecoyApplied
     | AlertRecord
     | RuleFailed
     | RuleHealth
@@ -375,6 +389,7 @@ STREAM_OF_KIND: dict[str, str] = {
     "fault_reverted": "faults",
     "fault_failed": "faults",
     "state_drift": "faults",
+    "decoy": "faults",
     "alert": "alerts",
     "rule_failed": "rules",
     "rule_health": "rules",

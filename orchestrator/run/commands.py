@@ -69,6 +69,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let one service be the culprit of several active faults at once (default: one at a time)",
     )
+    parser.add_argument(
+        "--decoys", type=int, default=defaults["decoys"],
+        help="harmless changes (redeploys, config edits) on services no active fault touches",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/<run id>)")
     parser.add_argument(
         "--runs", type=Path, default=defaults["runs_root"], help="where runs and baselines live"
@@ -171,6 +175,7 @@ def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> Run
         observation_period_s=args.observation_period,
         max_concurrent=args.max_concurrent,
         exclusive_culprits=not args.shared_culprits,
+        decoys=args.decoys,
         out=args.out,
         runs_root=args.runs,
         kubeconfig=args.kubeconfig,

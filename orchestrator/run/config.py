@@ -81,6 +81,7 @@ class RunConfig(BaseModel):
     max_duration_s: int = Field(default=720, ge=1)
     max_concurrent: int | None = Field(default=None, ge=1)
     exclusive_culprits: bool = True
+    decoys: int = Field(default=12, ge=0)  # harmless changes on services no active fault touches
     out: Path | None = None
     runs_root: Path = Path("runs")
     kubeconfig: Path | None = None
@@ -157,6 +158,7 @@ class RunConfig(BaseModel):
             delta_s=self.delta_s,
             max_concurrent=self.max_concurrent,
             exclusive_culprits=self.exclusive_culprits,
+            decoy_count=self.decoys,
         )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal, Protocol
 
 AlertState = Literal["firing", "resolved"]
-FailedOperation = Literal["injection", "revert", "observation", "baseline"]
+FailedOperation = Literal["injection", "revert", "observation", "baseline", "decoy"]
 
 
 # What the runner reports.
@@ -76,7 +76,8 @@ class Reverted:
 
 @dataclass(frozen=True)
 class Failed:
-    """Something the run went on without: an injection, a revert, the last observation or the baseline.
+    """Something the run went on without: an injection, a revert, the last observation, the baseline or a
+    decoy.
 
     The fault and its catalog entry are named when the failure is a fault's, and None otherwise."""
 

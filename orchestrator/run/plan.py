@@ -14,7 +14,7 @@ from orchestrator.catalog.loading import Catalog, default_root, load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Topology
 from orchestrator.run.config import RunConfig, Versions, code_digest
-from orchestrator.schedule import Schedule, plan_schedule
+from orchestrator.schedule import Schedule, decoy_inputs, plan_schedule
 from orchestrator.telemetry.rules import RulePack, load_rule_pack
 
 
@@ -66,8 +66,14 @@ def make_plan(config: RunConfig, *, root: Path | None = None) -> RunPlan:
     pack = load_rule_pack()
     admission = read_admission(config.app, root=base)
     entries = [e for e in catalog.entries if admission.admitted is None or e.id in admission.admitted]
+    scopes, decoy_services = decoy_inputs(catalog, topology)
     schedule = plan_schedule(
-        app=config.app, entries=entries, seed=config.seed, params=config.schedule_params()
+        app=config.app,
+        entries=entries,
+        seed=config.seed,
+        params=config.schedule_params(),
+        scopes=scopes,
+        decoy_services=decoy_services,
     )
     versions = Versions(
         catalog_version=schedule.entries_hash[:12],

@@ -19,7 +19,9 @@ from typing import Literal, Protocol
 from orchestrator.agents.options import OPTIONS_ENV, encode_options
 from orchestrator.bundle.journal import Journal
 from orchestrator.bundle.records import Invocation, RunEnded
+from orchestrator.errors import ClusterError
 from orchestrator.run.config import RunConfig
+from orchestrator.run.decoys import apply_decoy
 from orchestrator.run.events import Boundary, Concurrency, Ended, Failed, Invoked, RunEventHandler
 from orchestrator.run.faults import FaultDriver, LiveFault
 from orchestrator.run.invoking import AgentProcess, agent_environment
@@ -27,7 +29,7 @@ from orchestrator.run.observing import Recorder, oracle_truth, write_json_atomic
 from orchestrator.run.plan import RunPlan
 from orchestrator.run.states import record_service_states
 from orchestrator.run.world import World
-from orchestrator.schedule import Activation
+from orchestrator.schedule import Activation, Decoy
 
 ORACLE = "oracle"
 
@@ -128,7 +130,8 @@ class Session:
         return True
 
     def _apply(self, t_k: float, due: list[Activation]) -> None:
-        """Revert the faults due at t_k, then inject the ones due (after they were observed up to t_k)."""
+        """Revert the faults due at t_k, inject the ones due (after they were observed up to t_k), then make
+        the decoys due."""
         with self._phase("faults"):
             for fault in self._live():
                 if fault.activation.end_s <= t_k and fault.fault_id not in self.driver.failed_reverts:
@@ -139,6 +142,20 @@ class Session:
                 started = self.driver.inject(due.pop(0))
                 if started is not None:
                     self.recorder.start_fault(started)
+            for decoy in [d for d in self.plan.schedule.decoys if t_k - self.config.delta_s < d.at_s <= t_k]:
+                self._decoy(decoy)
+
+    def _decoy(self, decoy: Decoy) -> None:
+        now = self.world.now_s()
+        try:
+            applied = apply_decoy(
+                self.recorder.client, decoy, topology=self.plan.topology, t=now,
+                epoch_s=self.world.origin_epoch_s + now,
+            )  # fmt: skip
+        except ClusterError as exc:  # a decoy is a nicety of the schedule; the run goes on without it
+            self.events.handle(Failed(operation="decoy", error=f"{decoy.target}: {exc}"))
+            return
+        self.journal.append(applied)
 
     def finish(self, reason: str) -> list[str]:
         """Revert what is left, take the last observations and close the run; returns reverts that failed."""

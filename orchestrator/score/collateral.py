@@ -65,11 +65,14 @@ def touched_by(name: str, interventions: Iterable[Intervention]) -> list[Interve
 
 def collateral(bundle: Bundle, faults: Sequence[Fault]) -> tuple[Difference, ...] | None:
     """Every start-to-end difference of a workload outside every fault's scope that an intervention touched,
-    in workload order; None when the bundle has no snapshots to compare (no side effects)."""
+    in workload order; None when the bundle has no snapshots to compare (no side effects). The schedule's
+    decoys are expected: a decoyed workload is compared with its state after its last decoy."""
     pair = snapshots(bundle)
     if pair is None:
         return None
     start, end = ({(w.kind, w.name): w for w in s.workloads} for s in pair)
+    for decoy in bundle.decoys:
+        start[(decoy.workload.kind, decoy.workload.name)] = decoy.workload
     found: list[Difference] = []
     for key in sorted(start.keys() | end.keys()):
         kind, name = key

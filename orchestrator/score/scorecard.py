@@ -126,6 +126,24 @@ def cost_usd(calls: Iterable[ModelCall], prices: dict[str, Price]) -> float:
     return math.fsum(total)
 
 
+def rolls_back_decoy(intervention: Intervention, bundle: Bundle) -> bool:
+    """Whether the intervention rolls back a service whose latest change by the benchmark before it was a
+    decoy of the schedule, not a code or config fault (docs/metrics.md, "Decoys"). No side effects."""
+    if intervention.tool != "rollback_service":
+        return False
+    for target in intervention.targets:
+        service = normalise_name(target)
+        decoys = [d.t for d in bundle.decoys if d.target == service and d.t <= intervention.t]
+        faults = [
+            f.inject_s
+            for f in bundle.injected
+            if f.target == service and f.mechanism in ("code", "config") and f.inject_s <= intervention.t
+        ]
+        if decoys and max(decoys) > max(faults, default=-math.inf):
+            return True
+    return False
+
+
 def out_of_scope(
     intervention: Intervention,
     reports: dict[str, IncidentReport],
@@ -237,7 +255,10 @@ def _assemble(
     scopes = {fault.fault_id: fault.scope for fault in faults}
     n_forb = len(bundle.forbidden)
     n_exec = len(bundle.interventions)
-    n_out = sum(out_of_scope(i, final, attribution, scopes) for i in bundle.interventions)
+    n_out = sum(
+        out_of_scope(i, final, attribution, scopes) or rolls_back_decoy(i, bundle)
+        for i in bundle.interventions
+    )
     units = sum(o.a + o.a * o.b + o.a * o.b * o.c for o in outcomes)
     penalty = 0.5 if n_forb else 1.0
     d_agent = degradation(bundle.service)

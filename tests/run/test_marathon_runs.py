@@ -75,6 +75,11 @@ def test_a_short_run_with_a_bash_agent_is_sealed_journaled_and_scored(
     assert len(bundle.service) >= 900 // 15
     assert bundle.probes
     assert bundle.alerts
+    planned = make_plan(_config(result.run_dir.parent, "unused")).schedule.decoys
+    assert planned and [(d.index, d.change, d.target) for d in bundle.decoys] == [
+        (d.index, d.change, d.target) for d in planned
+    ]
+    assert all(d.workload.name == d.target for d in bundle.decoys)
     assert bundle.rule_failures == ()  # a healthy run: a summary naming every rule, no failure
     pack = make_plan(_config(result.run_dir.parent, "unused")).rules
     assert [h.rule for h in bundle.rule_health] == [rule.name for rule in pack.rules]

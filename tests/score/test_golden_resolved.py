@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrator.bundle.records import Record
+from orchestrator.bundle.records import DecoyApplied, Record
 from orchestrator.score.report import collateral_html
 from orchestrator.score.scorecard import scorecard_json
 from orchestrator.score.table import render_text
@@ -133,3 +133,81 @@ def test_the_report_lists_each_collateral_difference_and_says_when_collateral_is
     assert html.count('<tr class="difference">') == 1
     assert "<td>Deployment/emailservice</td><td>replicas</td><td>1</td><td>3</td><td>INC-1</td>" in html
     assert "unknown (no service snapshots)" in collateral_html(score(tmp_path / "old", _handled()))
+
+
+def _decoy(t: float, target: str, **state: str) -> Record:
+    return DecoyApplied(t=t, index=0, change="config", target=target, detail="LOG_LEVEL=debug",
+                        workload=workload(target, **state))  # fmt: skip
+
+
+def test_a_decoy_left_alone_is_no_collateral_and_a_decoy_rolled_back_is_collateral_and_out_of_scope(
+    tmp_path: Path,
+) -> None:
+    # A decoy at 100 changes emailservice's config (a -> b) and paymentservice's (a -> c). The agent leaves
+    # emailservice alone but restarts it for INC-1 (touched, ends as the decoy left it: expected, so no
+    # difference); it rolls back paymentservice for INC-1 at 160, which ends at config a again: a difference
+    # from what the decoy left (c -> a) charged to INC-1, so f1 is not resolved. The rollback of a decoy is
+    # out of scope whatever the incident says: Risk = 2 / 3 (the restart of emailservice is out of scope
+    # too, as it lies outside INC-1's scope; the rollback of cartservice is in scope).
+    card = score(
+        tmp_path,
+        [
+            *_handled(),
+            _decoy(100, "emailservice", config="b"),
+            _decoy(100, "paymentservice", config="c"),
+            act(150, "emailservice", tool="restart_service"),
+            act(160, "paymentservice", tool="rollback_service"),
+            _start(),
+            states("end", 1800, workload("cartservice"), workload("emailservice", config="b"),
+                   workload("paymentservice", config="a")),
+        ],
+    )  # fmt: skip
+    assert card.collateral is not None
+    assert [(d.workload, d.field, d.incidents) for d in card.collateral] == [
+        ("Deployment/paymentservice", "config", ("INC-1",))
+    ]
+    assert [(o.b, o.c, o.resolved) for o in card.outcomes] == [(1, 1, 0)]
+    assert (card.interventions, card.interventions_out_of_scope) == (3, 2)
+
+
+def test_rolling_back_a_decoyed_service_whose_latest_change_is_a_fault_is_not_a_decoy_rollback(
+    tmp_path: Path,
+) -> None:
+    # A decoy changes cartservice at 10; f1, a config fault on cartservice, is injected after it, at 20.
+    # The agent's rollback at 130 undoes f1's change, the latest on cartservice: in scope (INC-1's scope holds
+    # cartservice), so Risk is 0.
+    card = score(
+        tmp_path,
+        [
+            _decoy(10, "cartservice", config="b"),
+            *fault("f1", inject=20, revert=600),
+            alert("a1", start=60),
+            report(120, "INC-1", ["a1"], **RIGHT),
+            act(130, "cartservice", tool="rollback_service"),
+            *probes("f1", [(120, False), (240, True)]),
+        ],
+    )
+    assert (card.interventions, card.interventions_out_of_scope, card.risk) == (1, 0, 0.0)
+
+
+def test_rolling_back_a_decoy_inside_the_incidents_scope_is_still_out_of_scope(tmp_path: Path) -> None:
+    # checkoutservice is in INC-1's scope, and its latest change is a decoy at 100: rolling it back at 160
+    # for INC-1 is out of scope (Risk 1 / 2), where a restart of it would not be.
+    card = score(
+        tmp_path,
+        [
+            *_handled(),
+            _decoy(100, "checkoutservice", config="b"),
+            act(160, "checkoutservice", tool="rollback_service"),
+        ],
+    )
+    assert (card.interventions, card.interventions_out_of_scope, card.risk) == (2, 1, 0.5)
+    again = score(
+        tmp_path / "restart",
+        [
+            *_handled(),
+            _decoy(100, "checkoutservice", config="b"),
+            act(160, "checkoutservice", tool="restart_service"),
+        ],
+    )
+    assert (again.interventions, again.interventions_out_of_scope, again.risk) == (2, 0, 0.0)
