@@ -7,6 +7,7 @@ signal interrupts at once; the ``finally`` still reverts and seals), and the rev
 
 from __future__ import annotations
 
+import gc
 import platform
 import resource
 import signal
@@ -33,6 +34,11 @@ from orchestrator.run.plan import RunPlan, make_plan
 from orchestrator.run.setup import open_session
 from orchestrator.telemetry.server import connect_prometheus, prometheus_binary
 from orchestrator.vocabulary.chaos import CHAOS_GROUP, CHAOS_VERSION
+
+# A twin holds many long-lived objects (the object store, sampled traces, log lines) and a run makes little
+# cyclic garbage: at the default thresholds the collector traversed all of them every few simulated minutes,
+# a fifth of the twin's CPU. Collections stay, fewer of them.
+GC_THRESHOLDS = (10_000, 20, 20)
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,17 @@ def run_dir_for(config: RunConfig, run_id: str) -> Path:
         candidate = config.runs_root / f"{run_id}-{number}"
         number += 1
     return candidate
+
+
+@contextmanager
+def collecting_less() -> Iterator[None]:
+    """``GC_THRESHOLDS`` for the block: the cyclic collector runs less often (nothing else changes)."""
+    previous = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
 
 
 @contextmanager
@@ -262,6 +279,7 @@ def _drive(
     Returns (why it ended, wall seconds per phase, invocations made)."""
     started_at = datetime.now(UTC).isoformat()  # a runtime fact for runtime.json only
     with (
+        collecting_less(),
         stop_on_signals(stop),
         open_session(
             config,

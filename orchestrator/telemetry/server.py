@@ -6,6 +6,7 @@ that may lie in the past, so the out-of-order window is wide and retention is ef
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,9 @@ from orchestrator.errors import TelemetryError
 
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
+# The Go collector's target heap growth for a per-run server (Go's default is 100): it ingests a marathon's
+# samples with a sixth less CPU for about 50 MB more memory. A GOGC of the caller's environment wins.
+GOGC = "200"
 
 
 @dataclass
@@ -136,6 +140,7 @@ def start_prometheus(
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=home,
+        env={"GOGC": GOGC, **os.environ},
         # Out of the terminal's process group: Ctrl-C asks the run to stop cleanly, and the run still needs
         # its Prometheus for that; the server ends with the run (stop(), or the parent-death signal).
         start_new_session=True,

@@ -102,6 +102,7 @@ class Twin:
         self.failover = SiteFailover.of(self.topology)  # None for an app without an active/standby pair
         self.clock = StepClock(step_seconds=step_seconds)
         self.telemetry = Telemetry(remote_write_url=remote_write_url, keep_samples=keep_samples)
+        self.scraper = metrics.Scraper(self.model, self.namespace)
         self.next_scrape = 0.0
         self.mode: ClockMode = clock
         self.speed = speed
@@ -148,7 +149,7 @@ class Twin:
         for pod in report.kills:
             self.cluster.delete_pod(self.namespace, pod)
         if now + 1e-9 >= self.next_scrape:
-            self.telemetry.scrape(now, self.samples())
+            self.telemetry.record(now, *self.series())
             self.next_scrape = now + SCRAPE_SECONDS
 
     def snapshot(self, now: float) -> Snapshot:
@@ -166,17 +167,19 @@ class Twin:
             cache=self._views,
         )
 
-    def samples(self) -> list[metrics.Sample]:
+    def series(self) -> tuple[list[metrics.Key], list[float]]:
+        """Every series of the namespace now: their keys and their values, in the same order."""
         store, ns = self.cluster.store, self.namespace
-        found: list[metrics.Sample] = []
-        found.extend(metrics.span_samples(self.model, ns))
-        found.extend(metrics.pod_samples(store.list(_PODS, ns), ns))
-        found.extend(metrics.deployment_samples(store.list(_DEPLOYMENTS, ns), ns))
-        found.extend(metrics.statefulset_samples(store.list(_STATEFULSETS, ns), ns))
-        found.extend(metrics.node_samples(store.list(_NODES)))
-        found.extend(metrics.container_samples(self.model, ns))
-        found.extend(metrics.datastore_samples(self.model, ns))
-        return found
+        return self.scraper.collect(
+            pods=store.list(_PODS, ns),
+            deployments=store.list(_DEPLOYMENTS, ns),
+            statefulsets=store.list(_STATEFULSETS, ns),
+            nodes=store.list(_NODES),
+        )
+
+    def samples(self) -> list[metrics.Sample]:
+        keys, values = self.series()
+        return [(name, labels, value) for (name, labels), value in zip(keys, values, strict=True)]
 
     # -- clocks -----------------------------------------------------------------------------------
     def start_clock(self) -> None:

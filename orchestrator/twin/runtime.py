@@ -74,7 +74,7 @@ class ModelRuntime:
                 ready=False,
                 exit_code=137 if reason == "OOMKilled" else 1,
             )
-        spec = container_spec(container)
+        spec = view.container(name) or container_spec(container)  # the view's, as the pod has not changed
         started = view.started.get(name)
         if started is not None:
             dies = self._dies(view, name, started, now)

@@ -57,6 +57,7 @@ class TopologyIndex:
             for var, target in sorted(topology.address_targets(service.name).items()):
                 self.addresses.setdefault((service.name, target), (var, service.address_env[var]))
         self.hosts = {alias: s.name for s in topology.services for alias in (s.name, *s.aliases)}
+        self.services = {s.name: s for s in topology.services}
 
     def address_var(self, caller: str, callee: str) -> tuple[str, str] | None:
         """The (env var, expected value) by which ``caller`` finds ``callee``, if the topology names one."""
@@ -160,7 +161,7 @@ def reach(
         return Reach("no_endpoints", host, port, ip, var)
     if not _target_port_ok(shot, target, port, pods):
         return Reach("connection_refused", host, port, ip, var)
-    callee_service = index.topology.service(callee)
+    callee_service = index.services[callee]
     if caller_pod is not None and callee_service.kind in (ServiceKind.DATASTORE, ServiceKind.QUEUE):
         if wrong_secret:
             return Reach("auth_failed", host, port, ip, var, detail=actual or "")

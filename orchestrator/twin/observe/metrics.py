@@ -10,20 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from itertools import repeat
+from itertools import accumulate, islice, repeat
 from typing import Any
 
-from orchestrator.catalog.topology import Call
+from orchestrator.catalog.topology import Call, Topology
 from orchestrator.twin.model.datastores import DatastoreStats
 from orchestrator.twin.model.engine import AppModel
-from orchestrator.twin.model.spans import BUCKETS_MS, CLIENT
+from orchestrator.twin.model.spans import BUCKETS_MS, CLIENT, SpanKey, SpanMetrics
 from orchestrator.vocabulary.series import EXPORTERS, Backlog, Quantity
 
 Labels = tuple[tuple[str, str], ...]
 Sample = tuple[str, Labels, float]  # metric name, sorted labels, value
+Key = tuple[str, Labels]  # metric name, sorted labels: one series
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 _LE = tuple(f"{b:g}" for b in BUCKETS_MS) + ("+Inf",)
+_CALLS = "traces_span_metrics_calls_total"
+_SUM = "traces_span_metrics_duration_milliseconds_sum"
+_COUNT = "traces_span_metrics_duration_milliseconds_count"
+_BUCKET = "traces_span_metrics_duration_milliseconds_bucket"
 
 
 def _labels(**values: str) -> Labels:
@@ -31,7 +36,7 @@ def _labels(**values: str) -> Labels:
 
 
 @lru_cache(maxsize=65536)
-def _span_labels(namespace: str, key: tuple[str, str, str, str]) -> tuple[Labels, tuple[Labels, ...]]:
+def _span_labels(namespace: str, key: SpanKey) -> tuple[Labels, tuple[Labels, ...]]:
     service, span, kind, status = key
     base = {
         "namespace": namespace,
@@ -43,16 +48,45 @@ def _span_labels(namespace: str, key: tuple[str, str, str, str]) -> tuple[Labels
     return _labels(**base), tuple(_labels(**base, le=le) for le in _LE)
 
 
-def span_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
-    found: list[Sample] = []
-    bucket = repeat("traces_span_metrics_duration_milliseconds_bucket")
-    for key, count, total, buckets in model.spans.export():
-        base, per_bucket = _span_labels(namespace, key)
-        found.append(("traces_span_metrics_calls_total", base, count))
-        found.append(("traces_span_metrics_duration_milliseconds_sum", base, total))
-        found.append(("traces_span_metrics_duration_milliseconds_count", base, count))
-        found.extend(zip(bucket, per_bucket, buckets, strict=False))  # one per bucket: per_bucket's length
-    return found
+def _span_keys(namespace: str, key: SpanKey) -> list[Key]:
+    """The series of one span key, in the order ``SpanSeries.values`` gives their values."""
+    base, per_bucket = _span_labels(namespace, key)
+    return [(_CALLS, base), (_SUM, base), (_COUNT, base), *zip(repeat(_BUCKET), per_bucket)]
+
+
+class SpanSeries:
+    """The span-metric series of one namespace, scrape after scrape: the keys and the ordered rows are
+    rebuilt only when a span key has appeared (span keys are never removed), so a scrape only reads values.
+    """
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.order: list[SpanKey] = []  # the span keys, sorted
+        self.keys: list[Key] = []  # their series, one list shared by every scrape until a key appears
+        self._rows: list[list[float]] = []
+
+    def values(self, spans: SpanMetrics) -> list[float]:
+        """One value per series of ``keys`` (refreshed first when a span key has appeared)."""
+        if len(spans.series) != len(self.order):
+            self.order = sorted(spans.series)
+            self._rows = [spans.series[key] for key in self.order]
+            self.keys = [series for key in self.order for series in _span_keys(self.namespace, key)]
+        found: list[float] = []
+        extend = found.extend
+        for row in self._rows:
+            count = row[0]
+            extend((count, row[1], count))
+            extend(accumulate(islice(row, 2, None)))  # the cumulative buckets, ending with +Inf
+        return found
+
+    def client_calls(self) -> dict[tuple[str, str], float]:
+        """Calls per (caller, operation) of the CLIENT span keys as of the last ``values``, in key order; of a
+        call's span keys the last in that order (its OK status) gives the count."""
+        return {
+            (service, op): row[0]
+            for (service, op, kind, _status), row in zip(self.order, self._rows, strict=True)
+            if kind == CLIENT
+        }
 
 
 def _owner(pod: dict[str, Any]) -> tuple[str, str]:
@@ -189,12 +223,18 @@ _READINGS: dict[Quantity, Callable[[DatastoreStats, str], float]] = {
 }
 
 
-def datastore_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
-    """Each datastore's exporter series, as the contract's table of exporters lists them per kind."""
-    ops = _ops_called(model)
-    client = {
-        (svc, op): count for (svc, op, kind, _s), count, _t, _b in model.spans.export() if kind == CLIENT
-    }
+def datastore_samples(
+    model: AppModel,
+    namespace: str,
+    *,
+    client: dict[tuple[str, str], float],
+    ops: dict[str, set[str]],
+) -> Iterable[Sample]:
+    """Each datastore's exporter series, as the contract's table of exporters lists them per kind; ``client``
+    is ``SpanSeries.client_calls``, ``ops`` the operations called on each datastore (``ops_called``)."""
+    by_op: dict[str, list[tuple[str, float]]] = {}
+    for (caller, op), calls in client.items():
+        by_op.setdefault(op, []).append((caller, calls))
     for name, stats in sorted(model.datastores.items()):
         service = model.services[name]
         kind = service.datastore_kind or ""
@@ -206,7 +246,7 @@ def datastore_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
             yield gauge.series, _labels(**base), _READINGS[gauge.quantity](stats, kind)
         if exporter.commands is not None:
             for op in sorted(ops.get(name, ())):
-                count = sum(v for (svc, o), v in client.items() if o == op and svc != name)
+                count = sum(calls for caller, calls in by_op.get(op, ()) if caller != name)
                 labels = _labels(**base, cmd=op.split()[0].lower())
                 yield exporter.commands.count, labels, count
                 yield exporter.commands.seconds, labels, count * service.model.base_latency_ms / 1000.0
@@ -214,8 +254,8 @@ def datastore_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
             yield from _backlog_samples(exporter.backlog, base, stats)
 
 
-def _ops_called(model: AppModel) -> dict[str, set[str]]:
-    topology = model.topology
+def ops_called(topology: Topology) -> dict[str, set[str]]:
+    """The operations called on each service by the routes and background flows (no side effects)."""
     ops: dict[str, set[str]] = {}
     for calls in [r.calls for r in topology.routes] + [f.calls for f in topology.background]:
         for call in _walk(calls):
@@ -229,3 +269,40 @@ def _backlog_samples(backlog: Backlog, base: dict[str, str], stats: DatastoreSta
         if backlog.group_label is not None:
             labels[backlog.group_label] = group
         yield backlog.series, _labels(**labels), lag
+
+
+class Scraper:
+    """The series of one twin's namespace at each scrape, as a column of keys and one of values. What stays
+    the same from one scrape to the next (the span series, the operations called on each datastore) is
+    worked out once; every value is read afresh."""
+
+    def __init__(self, model: AppModel, namespace: str) -> None:
+        self.model = model
+        self.namespace = namespace
+        self.spans = SpanSeries(namespace)
+        self.ops = ops_called(model.topology)
+
+    def collect(
+        self,
+        *,
+        pods: list[dict[str, Any]],
+        deployments: list[dict[str, Any]],
+        statefulsets: list[dict[str, Any]],
+        nodes: list[dict[str, Any]],
+    ) -> tuple[list[Key], list[float]]:
+        """Keys and values of every series: span metrics, pods, Deployments, StatefulSets, nodes, containers,
+        datastores."""
+        model, namespace = self.model, self.namespace
+        values = self.spans.values(model.spans)
+        client = self.spans.client_calls()
+        rest = [
+            *pod_samples(pods, namespace),
+            *deployment_samples(deployments, namespace),
+            *statefulset_samples(statefulsets, namespace),
+            *node_samples(nodes),
+            *container_samples(model, namespace),
+            *datastore_samples(model, namespace, client=client, ops=self.ops),
+        ]
+        keys = self.spans.keys + [(name, labels) for name, labels, _ in rest]
+        values.extend([value for _, _, value in rest])
+        return keys, values

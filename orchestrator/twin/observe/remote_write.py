@@ -10,7 +10,9 @@ marathon's telemetry costs.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
+from itertools import chain, repeat
 
 import cramjam
 import requests
@@ -18,7 +20,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from orchestrator.errors import TelemetryError
-from orchestrator.twin.observe.metrics import Labels
+from orchestrator.twin.observe.metrics import Key, Labels
 
 HEADERS = {
     "Content-Type": "application/x-protobuf",
@@ -27,7 +29,6 @@ HEADERS = {
     "User-Agent": "marathon-twin",
 }
 _ZERO = bytes(8)
-Key = tuple[str, Labels]
 Scrape = tuple[int, Sequence[Key], Sequence[float]]
 
 
@@ -39,6 +40,12 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+@lru_cache(maxsize=65536)
+def _length(size: int) -> bytes:
+    """The varint of a field length; a run writes few distinct ones."""
+    return varint(size)
 
 
 def _field(tag: int, body: bytes) -> bytes:
@@ -68,41 +75,71 @@ def _samples(ts: int, values: Sequence[float]) -> list[bytes]:
     ]
 
 
+def _runs(scrapes: Sequence[Scrape]) -> list[list[Scrape]]:
+    """Consecutive scrapes grouped by the list of series they share (no side effects)."""
+    runs: list[list[Scrape]] = []
+    for scrape in scrapes:
+        if runs and (runs[-1][0][1] is scrape[1] or runs[-1][0][1] == scrape[1]):
+            runs[-1].append(scrape)
+        else:
+            runs.append([scrape])
+    return runs
+
+
+def _bodies(run: Sequence[Scrape]) -> list[bytes]:
+    """The encoded samples of each series of scrapes that share one list of series (no side effects)."""
+    columns = [_samples(ts, values) for ts, _, values in run]
+    if len(columns) == 1:
+        return columns[0]
+    return [b"".join(row) for row in zip(*columns, strict=True)]
+
+
 class Encoder:
-    """Turns scrapes into ``WriteRequest`` bodies; remembers each series' encoded labels."""
+    """Turns scrapes into ``WriteRequest`` bodies; remembers each series' encoded labels, and the labels of
+    the last list of series it encoded, which a scrape shares with the scrapes before it until a series
+    comes or goes."""
 
     def __init__(self) -> None:
         self._labels: dict[Key, bytes] = {}
+        self._last: tuple[Sequence[Key], list[bytes] | None] = ((), [])
 
     def timeseries(self, scrapes: Sequence[Scrape]) -> list[bytes]:
         """One encoded TimeSeries (without its field header) per series, in order of first appearance, its
-        samples in time order (no side effects beyond the label cache)."""
-        if scrapes and self._same_series(scrapes):
-            return self._columns(scrapes)
-        samples: dict[Key, list[bytes]] = {}
-        for ts, keys, values in scrapes:
-            pieces = _samples(ts, values)
-            for key, piece in zip(keys, pieces, strict=True):
-                found = samples.get(key)
+        samples in time order (no side effects beyond the label caches).
+
+        Consecutive scrapes of one list of series are encoded a scrape at a time instead of a sample at a
+        time; only where the list changes are series matched by key."""
+        runs = _runs(scrapes)
+        if len(runs) == 1:
+            labels = self._labels_of(runs[0][0][1])
+            if labels is not None:
+                return [head + body for head, body in zip(labels, _bodies(runs[0]), strict=True)]
+        merged: dict[Key, list[bytes]] = {}
+        for run in runs:
+            keys = run[0][1]
+            if self._labels_of(keys) is not None:
+                parts: Iterable[tuple[Key, bytes]] = zip(keys, _bodies(run), strict=True)
+            else:  # a scrape that repeats a series: its samples go one by one
+                parts = (
+                    (key, piece)
+                    for ts, ks, values in run
+                    for key, piece in zip(ks, _samples(ts, values), strict=True)
+                )
+            for key, body in parts:
+                found = merged.get(key)
                 if found is None:
-                    found = samples[key] = []
-                found.append(piece)
-        return [self._label_bytes(key) + b"".join(encoded) for key, encoded in samples.items()]
+                    merged[key] = [body]
+                else:
+                    found.append(body)
+        return [self._label_bytes(key) + b"".join(encoded) for key, encoded in merged.items()]
 
-    def _same_series(self, scrapes: Sequence[Scrape]) -> bool:
-        """Whether every scrape holds the same series, each once, in the same order (the usual case)."""
-        first = scrapes[0][1]
-        if any(keys is not first and keys != first for _, keys, _ in scrapes[1:]):
-            return False
-        return len(set(first)) == len(first)
-
-    def _columns(self, scrapes: Sequence[Scrape]) -> list[bytes]:
-        """The scrapes of one set of series, encoded a scrape at a time instead of a sample at a time."""
-        labels = [self._label_bytes(key) for key in scrapes[0][1]]
-        columns = [_samples(ts, values) for ts, _, values in scrapes]
-        if len(columns) == 1:
-            return [head + body for head, body in zip(labels, columns[0], strict=True)]
-        return [head + b"".join(row) for head, row in zip(labels, zip(*columns, strict=True), strict=True)]
+    def _labels_of(self, keys: Sequence[Key]) -> list[bytes] | None:
+        """The encoded labels of each series of ``keys``, or None when a series is listed twice."""
+        last, labels = self._last
+        if keys is not last:
+            labels = [self._label_bytes(key) for key in keys] if len(set(keys)) == len(keys) else None
+            self._last = (keys, labels)
+        return labels
 
     def _label_bytes(self, key: Key) -> bytes:
         found = self._labels.get(key)
@@ -114,7 +151,9 @@ class Encoder:
         """Uncompressed ``WriteRequest`` bodies of at most ``max_series`` series each."""
         series = self.timeseries(scrapes)
         for start in range(0, len(series), max_series):
-            yield b"".join(_field(0x0A, one) for one in series[start : start + max_series])
+            chunk = series[start : start + max_series]
+            # Each series as a ``timeseries`` field (tag, length, body), joined without a loop in Python.
+            yield b"".join(chain.from_iterable(zip(repeat(b"\x0a"), map(_length, map(len, chunk)), chunk)))
 
 
 class RemoteWriteClient:

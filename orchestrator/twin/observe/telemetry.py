@@ -16,9 +16,10 @@ import struct
 import threading
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import starmap
 
 from orchestrator.errors import TelemetryError
-from orchestrator.twin.observe.metrics import Labels, Sample
+from orchestrator.twin.observe.metrics import Key, Labels, Sample
 from orchestrator.twin.observe.remote_write import Encoder, RemoteWriteClient
 from orchestrator.twin.timefmt import epoch_s
 
@@ -55,11 +56,12 @@ class Telemetry:
         self.keep_samples = keep_samples
         self.samples: list[str] = []
         self._digest = hashlib.sha256()
-        self._scrapes: list[tuple[int, list[tuple[str, Labels]], list[float]]] = []
-        self._last_keys: list[tuple[str, Labels]] = []
+        self._scrapes: list[tuple[int, list[Key], list[float]]] = []
+        self._last_keys: list[Key] = []
+        self._last_set: set[Key] = set()
         self._writer: RemoteWriteClient | None = None
         self._encoder = Encoder()
-        self._queue: queue.Queue[list[tuple[int, list[tuple[str, Labels]], list[float]]] | None] | None = None
+        self._queue: queue.Queue[list[tuple[int, list[Key], list[float]]] | None] | None = None
         self._thread: threading.Thread | None = None
         self._error: TelemetryError | None = None
         self.scrapes = 0
@@ -75,18 +77,21 @@ class Telemetry:
 
     def scrape(self, now: float, samples: Iterable[Sample]) -> None:
         """Record one sample per series at ``now``; series gone since the last scrape go stale."""
-        ts = timestamp_ms(now)
         listed = samples if isinstance(samples, list) else list(samples)
-        keys: list[tuple[str, Labels]] = [(name, labels) for name, labels, _ in listed]
-        values: list[float] = [value for _, _, value in listed]
+        self.record(now, [(name, labels) for name, labels, _ in listed], [value for _, _, value in listed])
+
+    def record(self, now: float, keys: list[Key], values: list[float]) -> None:
+        """``scrape`` of the series ``keys`` with ``values`` (both lists are the buffer's from now on)."""
+        ts = timestamp_ms(now)
         if keys == self._last_keys:
             keys = self._last_keys  # one list for every scrape of the same series: the encoder sees so
         else:
-            gone = sorted(set(self._last_keys) - set(keys))
-            self._last_keys = list(keys)
+            current = set(keys)
+            gone = sorted(self._last_set - current)
+            self._last_keys, self._last_set = (list(keys) if gone else keys), current
             keys.extend(gone)
             values.extend(STALE_NAN for _ in gone)
-            self._digest.update("\n".join(_series(n, labels) for n, labels in keys).encode())
+            self._digest.update("\n".join(starmap(_series, keys)).encode())
         self._digest.update(struct.pack(f"<q{len(values)}d", ts, *values))
         self._scrapes.append((ts, keys, values))
         if self.keep_samples:
@@ -131,7 +136,7 @@ class Telemetry:
             finally:
                 self._queue.task_done()
 
-    def _push(self, scrapes: list[tuple[int, list[tuple[str, Labels]], list[float]]]) -> None:
+    def _push(self, scrapes: list[tuple[int, list[Key], list[float]]]) -> None:
         assert self._writer is not None
         for body in self._encoder.requests(scrapes, max_series=MAX_SERIES_PER_REQUEST):
             self._writer.post(body)
