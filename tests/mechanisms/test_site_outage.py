@@ -24,6 +24,7 @@ from orchestrator.twin.failover import DOWN_FOR_S
 from orchestrator.twin.launch import RunningTwin, start_twin
 from orchestrator.twin.observe.telemetry import timestamp_ms
 from orchestrator.twin.store import DEPLOYMENTS, EVENTS, PODS
+from tests.twin.test_site_failover import unavailable
 
 AS = "astronomy-shop"
 ENTRY = "as-active-site-outage"
@@ -74,14 +75,7 @@ def _cordoned(shop: Shop) -> set[str]:
 
 
 def _unavailable(shop: Shop) -> list[str]:
-    twin = shop.running.twin
-    with twin.cluster.lock:
-        deployments = twin.cluster.store.list(DEPLOYMENTS, twin.namespace)
-    return sorted(
-        d["metadata"]["name"]
-        for d in deployments
-        if (d.get("status", {}).get("availableReplicas") or 0) < d["spec"].get("replicas", 1)
-    )
+    return unavailable(shop.running.twin)
 
 
 def _zones_running(shop: Shop) -> set[str]:

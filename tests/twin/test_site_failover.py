@@ -17,13 +17,14 @@ AS = "astronomy-shop"
 
 def _warm(twin: Twin) -> None:
     for _ in range(120):
-        if not _unavailable(twin):
+        if not unavailable(twin):
             return
         twin.advance(10)
-    raise AssertionError(f"the shop never became available: {_unavailable(twin)}")
+    raise AssertionError(f"the shop never became available: {unavailable(twin)}")
 
 
-def _unavailable(twin: Twin) -> list[str]:
+def unavailable(twin: Twin) -> list[str]:
+    """The shop's Deployments with fewer available replicas than they want."""
     with twin.cluster.lock:
         deployments = twin.cluster.store.list(DEPLOYMENTS, twin.namespace)
     return sorted(
@@ -70,7 +71,7 @@ def test_the_shop_fails_over_to_the_standby_site_when_the_active_site_is_down() 
     _drain(twin, active[0])
     twin.advance(300)
     assert twin.failover.failovers == 0  # one node of the site still runs pods: no outage, no failover
-    assert not _unavailable(twin)
+    assert not unavailable(twin)
     _drain(twin, active[1])
     twin.advance(DOWN_FOR_S - 5)
     assert twin.failover.failovers == 0  # the site is down, but its health checks have not declared it yet
