@@ -48,7 +48,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "schedule",
         help="print the seeded fault schedule of a marathon",
-        description="Plan the seeded fault schedule for an app (nothing is injected) and report concurrency.",
+        description=(
+            "Plan the seeded fault schedule for an app from its admitted catalog entries, as a run does "
+            "(nothing is injected), and report concurrency."
+        ),
     )
     parser.add_argument(
         "--app", required=True, choices=app_names(), help="application whose catalog is drawn from"
@@ -99,6 +102,7 @@ def params_from_args(args: argparse.Namespace) -> ScheduleParams:
 
 
 def run(args: argparse.Namespace) -> int:
+    from orchestrator.catalog.admissions import admitted_ids
     from orchestrator.catalog.loading import load_catalog
     from orchestrator.catalog.topologies import load_topology
 
@@ -106,11 +110,13 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.app)
     topology = load_topology(args.app)
     scopes, decoy_services = decoy_inputs(catalog, topology)
+    # The entries a run draws from: the admitted ones (all of them when the app has no admission file).
+    admitted = admitted_ids(args.app)
     text = report(
         app=args.app,
         seed=args.seed,
         params=params,
-        entries=catalog.entries,
+        entries=[e for e in catalog.entries if admitted is None or e.id in admitted],
         published=topology.published_concurrency,
         as_json=args.json,
         scopes=scopes,

@@ -5,9 +5,12 @@ import json
 
 import pytest
 
+from orchestrator.catalog.admissions import admitted_ids
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.cli import main
+from orchestrator.run.config import make_config
+from orchestrator.run.plan import make_plan
 from orchestrator.schedule import ScheduleParams, concurrency, decoy_inputs, plan_schedule, schedule_to_record
 from orchestrator.schedule_commands import clock, report, seed_argument
 from tests.test_schedule_catalog import APP, fixture_entries
@@ -112,6 +115,18 @@ def test_marathon_schedule_prints_the_online_boutique_plan(capsys: pytest.Captur
         (d.change, d.target) for d in schedule.decoys
     ]
     assert "published, online-boutique" in out
+
+
+def test_marathon_schedule_plans_from_the_admitted_entries_as_a_run_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Astronomy Shop has rejected entries: the listing must be the schedule a run of the seed injects.
+    assert main(["schedule", "--app", "astronomy-shop", "--seed", "3", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["schedule"]
+    plan = make_plan(make_config(app="astronomy-shop", seed=3, agent="noop"))
+    assert listed == schedule_to_record(plan.schedule)
+    rejected = set(load_catalog("astronomy-shop").by_id) - (admitted_ids("astronomy-shop") or set())
+    assert rejected and not rejected & {a["catalog_id"] for a in listed["activations"]}
 
 
 def test_marathon_schedule_json_is_byte_stable_and_follows_the_seed(
