@@ -147,3 +147,10 @@ def field_patch(obj: Json, *, field: str, value: Value, container: str | None = 
     else:
         raise InjectionError(f"unsupported config field {field!r} on a {kind}")
     return Patch("strategic", {"spec": {"template": {"spec": {"containers": [{"name": name, **change}]}}}})
+
+
+def selector_of(workload: Json) -> str:
+    """A workload's label selector as a list call takes it (``k=v,...``; its ``matchLabels``, which is what
+    the apps' workloads select by). No side effects."""
+    labels = workload["spec"]["selector"].get("matchLabels", {})
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))

@@ -20,6 +20,7 @@ from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import ServiceKind, Topology
 from orchestrator.cluster.client import KubeClient, ObjectRef
+from orchestrator.cluster.fields import selector_of
 from orchestrator.interface.policy import HIDDEN_NAMESPACES, MUTATION_LIMIT, READ_LIMIT, PolicyContext
 from orchestrator.interface.sources import SourceStore
 from orchestrator.interface.views import REVISION
@@ -170,13 +171,6 @@ def _annotated_revision(obj: Json) -> int:
         return int((obj["metadata"].get("annotations") or {}).get(REVISION, 0))
     except ValueError:
         return 0
-
-
-def selector_of(workload: Json) -> str:
-    """A workload's label selector as a list call takes it (``k=v,...``; its ``matchLabels``, which is what
-    the apps' workloads select by). No side effects."""
-    labels = workload["spec"]["selector"].get("matchLabels", {})
-    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
 def build_backend(

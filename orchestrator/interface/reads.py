@@ -303,25 +303,16 @@ def describe(backend: Backend, args: a.Describe) -> Json:
 def get_rollout_history(backend: Backend, args: a.GetRolloutHistory) -> Json:
     namespace = _ns(backend, args)
     ref = backend.workload_ref(args.service, namespace)
-    deployment = backend.kube.read(ref)
+    workload = backend.kube.read(ref)
+    found = revisions(backend, ref, workload)
     if ref.kind == "StatefulSet":
-        found = revisions(backend, ref, deployment)
-        shown = [views.controller_revision_view(r.holder, backend.age_s) for _, r in sorted(found.items())]
-        current_number = current_revision(ref, deployment, found)
-        return {"service": args.service, "current_revision": str(current_number), "revisions": shown}
-    uid = deployment["metadata"].get("uid")
-    current = (deployment["metadata"].get("annotations") or {}).get(views.REVISION)
-    owned = [
-        rs
-        for rs in backend.kube.list_objects("ReplicaSet", namespace=namespace)
-        if any(
-            o.get("uid") == uid or o.get("name") == args.service
-            for o in rs["metadata"].get("ownerReferences", [])
+        view, current = views.controller_revision_view, str(current_revision(ref, workload, found))
+    else:
+        view, current = (
+            views.replicaset_view,
+            (workload["metadata"].get("annotations") or {}).get(views.REVISION),
         )
-    ]
-    listed = sorted(
-        (views.replicaset_view(rs, backend.age_s) for rs in owned), key=lambda r: int(r["revision"] or 0)
-    )
+    listed = [view(revision.holder, backend.age_s) for _, revision in sorted(found.items())]
     return {"service": args.service, "current_revision": current, "revisions": listed}
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.catalog.faults import Mechanism
 from orchestrator.cluster.client import KubeClient, ObjectRef
-from orchestrator.cluster.fields import Value
+from orchestrator.cluster.fields import Value, selector_of
 
 
 class Handle(BaseModel):
@@ -81,11 +81,10 @@ def wait_rolled_out(ctx: Context, ref: ObjectRef) -> bool:
     return False
 
 
-def release_stuck_pods(ctx: Context, ref: ObjectRef) -> list[str]:
+def release_stuck_pods(ctx: Context, ref: ObjectRef) -> None:
     """A StatefulSet's forced rollback: once the set has seen its restored template, delete each of its pods
     that runs an older revision and is not ready, which the set's ordered rollout would otherwise wait on
-    forever (Kubernetes leaves this step to the operator). Returns the pods deleted. Side effects: reads,
-    settles and pod deletions."""
+    forever (Kubernetes leaves this step to the operator). Side effects: reads, settles and pod deletions."""
     for _ in range(ctx.settle_limit):
         workload = ctx.client.read(ref)
         status = workload.get("status", {})
@@ -93,9 +92,7 @@ def release_stuck_pods(ctx: Context, ref: ObjectRef) -> list[str]:
             break
         ctx.settle()
     update = str(status.get("updateRevision") or "")
-    selector = ",".join(f"{k}={v}" for k, v in sorted(workload["spec"]["selector"]["matchLabels"].items()))
-    deleted = []
-    for pod in ctx.client.list_pods(ref.namespace, selector=selector):
+    for pod in ctx.client.list_pods(ref.namespace, selector=selector_of(workload)):
         labels = pod["metadata"].get("labels") or {}
         ready = any(
             c.get("type") == "Ready" and c.get("status") == "True"
@@ -103,5 +100,3 @@ def release_stuck_pods(ctx: Context, ref: ObjectRef) -> list[str]:
         )
         if update and labels.get("controller-revision-hash") != update and not ready:
             ctx.client.delete(ObjectRef("Pod", ref.namespace, pod["metadata"]["name"]))
-            deleted.append(str(pod["metadata"]["name"]))
-    return deleted

@@ -17,8 +17,10 @@ from typing import Any
 from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.replicasets import DeletePod, pod_ready
 from orchestrator.twin.controllers.workloads import (
+    LAST_APPLIED,
     group_by_owner,
     object_key,
+    owned_pod,
     owner_reference,
     template_hash,
 )
@@ -28,7 +30,6 @@ COMPONENT = "statefulset-controller"
 REVISION_LABEL = "controller-revision-hash"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def ordinal_of(set_name: str, pod: Obj) -> int | None:
@@ -139,34 +140,18 @@ class StatefulSetController:
     def _create_pod(self, sts: Obj, ordinal: int, revision: Obj, now: float) -> None:
         meta = sts["metadata"]
         name = f"{meta['name']}-{ordinal}"
-        template = copy.deepcopy(revision["data"]["spec"]["template"])
-        template.pop("$patch", None)
-        labels = dict((template.get("metadata") or {}).get("labels") or {})
-        labels.update(
+        template = {k: v for k, v in revision["data"]["spec"]["template"].items() if k != "$patch"}
+        pod = owned_pod(sts, template, name=name)
+        pod["metadata"]["labels"].update(
             {
                 REVISION_LABEL: revision["metadata"]["name"],
                 POD_NAME_LABEL: name,
                 POD_INDEX_LABEL: str(ordinal),
             }
         )
-        spec = dict(template.get("spec") or {})
-        spec["hostname"] = name
+        pod["spec"]["hostname"] = name
         if sts["spec"].get("serviceName"):
-            spec["subdomain"] = sts["spec"]["serviceName"]
-        pod: Obj = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": meta["namespace"],
-                "labels": labels,
-                "ownerReferences": [owner_reference(sts)],
-            },
-            "spec": spec,
-        }
-        annotations = (template.get("metadata") or {}).get("annotations")
-        if annotations:
-            pod["metadata"]["annotations"] = dict(annotations)
+            pod["spec"]["subdomain"] = sts["spec"]["serviceName"]
         self.store.create(PODS, pod)
         message = f"create Pod {name} in StatefulSet {meta['name']} successful"
         self._record(sts, "SuccessfulCreate", message, now)

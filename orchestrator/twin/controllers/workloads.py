@@ -16,8 +16,9 @@ REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 DESIRED = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 HASH_LABEL = "pod-template-hash"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 NOT_COPIED = {
-    "kubectl.kubernetes.io/last-applied-configuration",
+    LAST_APPLIED,
     REVISION,
     REVISION_HISTORY,
     DESIRED,
@@ -48,29 +49,35 @@ def owner_reference(owner: Obj) -> dict[str, Any]:
 def create_owned_pod(store: Store, owner: Obj, *, node: str | None = None) -> str:
     """Create a pod from ``owner``'s template, named after it with a random suffix, owned by it (and bound to
     ``node`` when given, as a DaemonSet's pods are); returns its name. Side effects: the store."""
-    template = json.loads(json.dumps(owner["spec"]["template"]))
-    meta = template.get("metadata") or {}
     owner_meta = owner["metadata"]
     name = f"{owner_meta['name']}-{store.random_suffix()}"
     while store.find(PODS, owner_meta["namespace"], name) is not None:
         name = f"{owner_meta['name']}-{store.random_suffix()}"
-    spec = template.get("spec") or {}
-    pod: Obj = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "generateName": f"{owner_meta['name']}-",
-            "namespace": owner_meta["namespace"],
-            "labels": dict(meta.get("labels") or {}),
-            "ownerReferences": [owner_reference(owner)],
-        },
-        "spec": {**spec, "nodeName": node} if node is not None else spec,
-    }
-    if meta.get("annotations"):
-        pod["metadata"]["annotations"] = dict(meta["annotations"])
+    pod = owned_pod(owner, owner["spec"]["template"], name=name, generate_name=f"{owner_meta['name']}-")
+    if node is not None:
+        pod["spec"] = {**pod["spec"], "nodeName": node}
     store.create(PODS, pod)
     return name
+
+
+def owned_pod(owner: Obj, template: Obj, *, name: str, generate_name: str | None = None) -> Obj:
+    """A pod named ``name`` made from a copy of ``template`` (its labels, annotations and spec) and owned by
+    ``owner`` (no side effects)."""
+    template = json.loads(json.dumps(template))
+    meta = template.get("metadata") or {}
+    pod_meta: Obj = {"name": name}
+    if generate_name is not None:
+        pod_meta["generateName"] = generate_name
+    pod_meta.update(
+        {
+            "namespace": owner["metadata"]["namespace"],
+            "labels": dict(meta.get("labels") or {}),
+            "ownerReferences": [owner_reference(owner)],
+        }
+    )
+    if meta.get("annotations"):
+        pod_meta["annotations"] = dict(meta["annotations"])
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template.get("spec") or {}}
 
 
 def template_hash(template: Obj, collisions: int = 0) -> str:
