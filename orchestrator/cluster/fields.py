@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from orchestrator.errors import InjectionError
@@ -17,6 +18,8 @@ Value = str | int | None
 Json = dict[str, Any]
 
 FLAGD_FILE = "demo.flagd.json"
+CHANGE_CAUSE = "kubernetes.io/change-cause"  # why a workload changed, copied to its revision
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"  # what ``kubectl rollout restart`` sets on a pod template
 
 
 def _container(deployment: Json, container: str | None) -> Json:
@@ -154,3 +157,11 @@ def selector_of(workload: Json) -> str:
     the apps' workloads select by). No side effects."""
     labels = workload["spec"]["selector"].get("matchLabels", {})
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+
+
+def restart_patch(epoch_s: float) -> tuple[Patch, str]:
+    """The patch ``kubectl rollout restart`` makes at Unix time ``epoch_s`` (a new restartedAt annotation on
+    the pod template, so the workload rolls out again), and that stamp (no side effects)."""
+    stamp = datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
+    return Patch("strategic", body), stamp

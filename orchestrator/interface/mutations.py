@@ -14,21 +14,18 @@ Each handler returns ``(result, targets)``: the JSON result and the services it 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from orchestrator.cluster.client import ObjectRef
-from orchestrator.cluster.fields import Patch, field_patch
+from orchestrator.cluster.fields import CHANGE_CAUSE, Patch, field_patch, restart_patch
 from orchestrator.errors import ClusterError, InjectionError, InputError
 from orchestrator.interface import args as a
 from orchestrator.interface.backend import Backend, current_revision, revisions
 from orchestrator.interface.reads import flag_configmap
 from orchestrator.interface.sources import REGISTRY_NAMESPACE, SourceError, registry_configmap, split_image
-from orchestrator.interface.views import CHANGE_CAUSE
 
 Json = dict[str, Any]
 Outcome = tuple[Json, list[str]]
-RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
 def _ref(backend: Backend, service: str) -> ObjectRef:
@@ -36,9 +33,8 @@ def _ref(backend: Backend, service: str) -> ObjectRef:
 
 
 def restart_service(backend: Backend, args: a.RestartService) -> Outcome:
-    stamp = datetime.fromtimestamp(backend.now_epoch(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
-    backend.kube.patch(_ref(backend, args.service), Patch("strategic", body))
+    patch, stamp = restart_patch(backend.now_epoch())
+    backend.kube.patch(_ref(backend, args.service), patch)
     return {"service": args.service, "restarted_at": stamp}, [args.service]
 
 

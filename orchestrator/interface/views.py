@@ -10,11 +10,12 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from orchestrator.cluster.fields import CHANGE_CAUSE
+
 Json = dict[str, Any]
 Age = Callable[[str | None], float | None]
 
 REVISION = "deployment.kubernetes.io/revision"
-CHANGE_CAUSE = "kubernetes.io/change-cause"
 _TOOLING_PREFIXES = ("chaos-mesh.org/", "marathon/", "marathon.")
 MAX_LIST = 100
 MAX_TEXT = 2000

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from orchestrator.catalog.faults import CodeFault, Mechanism
 from orchestrator.cluster.client import ObjectRef
-from orchestrator.cluster.fields import Json, Value, read_field
+from orchestrator.cluster.fields import CHANGE_CAUSE, Json, Value, read_field
 from orchestrator.mechanisms.field_changes import FieldChange
 from orchestrator.mechanisms.handles import Context, Handle, wait_rolled_out
-
-CHANGE_CAUSE = "kubernetes.io/change-cause"
 
 
 class CodeMechanism(FieldChange):

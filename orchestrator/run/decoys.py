@@ -8,17 +8,13 @@ nothing. Each is journalled with the workload as it stood after it (docs/metrics
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from orchestrator.bundle.records import DecoyApplied
 from orchestrator.catalog.topology import Topology
 from orchestrator.cluster.client import KubeClient, ObjectRef
-from orchestrator.cluster.fields import Patch, field_patch, read_field
+from orchestrator.cluster.fields import CHANGE_CAUSE, field_patch, read_field, restart_patch
 from orchestrator.run.states import workload_state
 from orchestrator.schedule import Decoy
 
-CHANGE_CAUSE = "kubernetes.io/change-cause"
-RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 LOG_LEVEL = "LOG_LEVEL"
 
 
@@ -31,9 +27,8 @@ def apply_decoy(
     ref = ObjectRef(service.workload, topology.namespace, decoy.target)
     current = client.read(ref)
     if decoy.change == "redeploy":
-        stamp = datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
-        patch, detail = Patch("strategic", body), f"rolled out again at {stamp}"
+        patch, stamp = restart_patch(epoch_s)
+        detail = f"rolled out again at {stamp}"
     else:
         before = read_field(current, field=f"env/{LOG_LEVEL}", container=service.container_name)
         level = "info" if before == "debug" else "debug"
