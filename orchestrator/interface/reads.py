@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
@@ -305,13 +305,10 @@ def get_rollout_history(backend: Backend, args: a.GetRolloutHistory) -> Json:
     ref = backend.workload_ref(args.service, namespace)
     workload = backend.kube.read(ref)
     found = revisions(backend, ref, workload)
+    view: Callable[[Json, views.Age], Json] = views.replicaset_view
+    current: str | None = (workload["metadata"].get("annotations") or {}).get(views.REVISION)
     if ref.kind == "StatefulSet":
         view, current = views.controller_revision_view, str(current_revision(ref, workload, found))
-    else:
-        view, current = (
-            views.replicaset_view,
-            (workload["metadata"].get("annotations") or {}).get(views.REVISION),
-        )
     listed = [view(revision.holder, backend.age_s) for _, revision in sorted(found.items())]
     return {"service": args.service, "current_revision": current, "revisions": listed}
 
