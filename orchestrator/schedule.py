@@ -306,6 +306,7 @@ def _decoys(
     if not services:
         return []
     rng = derive(seed, "schedule.decoys")
+    candidates = sorted(services)
     last_boundary = params.injection_period_s - params.delta_s
     placed: list[Decoy] = []
     for _ in range(params.decoy_count):
@@ -317,7 +318,7 @@ def _decoys(
         live = [a for a in activations if a.at_s <= at_s < a.end_s]
         busy = set().union(*(scopes.get(a.catalog_id, frozenset({a.target})) for a in live))
         taken = {d.target for d in placed if d.at_s == at_s}  # one change per service and boundary
-        free = [s for s in sorted(services) if s not in busy and s not in taken]
+        free = [s for s in candidates if s not in busy and s not in taken]
         if free:
             placed.append(Decoy(index=0, at_s=at_s, change=change, target=free[int(pick * len(free))]))
     ordered = sorted(placed, key=lambda d: (d.at_s, d.target, d.change))

@@ -200,8 +200,8 @@ def _zone_problems(entry: ChaosFault, topology: Topology, zone: str | None) -> l
         return (
             [] if named == zone else [(("inject", "spec", "zone"), f"must name the artifact's zone ({zone})")]
         )
-    service = next((s for s in topology.services if s.name == entry.target), None)
-    site = next((s for s in topology.sites if service is not None and s.name == service.site), None)
+    home = topology.service(entry.target).site if entry.target in topology.service_names else None
+    site = next((s for s in topology.sites if s.name == home), None)
     if site is None:
         return [
             (("inject", "spec"), f"names no zone, and {entry.target!r} belongs to no site of the topology")

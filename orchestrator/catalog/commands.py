@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.catalog.admissions import AdmissionFile, load_admission
+from orchestrator.catalog.admissions import AdmissionRecord, load_admission
 from orchestrator.catalog.faults import Category, Entry, Mechanism
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.errors import CatalogError
@@ -72,7 +73,8 @@ def _validate(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.app, root=args.root)
     admission = load_admission(args.app, root=args.root)
-    verdicts = [_verdict(entry, admission) for entry in catalog.entries]
+    records = admission.by_id() if admission is not None else None
+    verdicts = [_verdict(entry, records) for entry in catalog.entries]
     console = Console(width=None if sys.stdout.isatty() else 220, highlight=False)
     title = f"{args.app}: {len(catalog)} entries"
     if admission is not None:
@@ -102,12 +104,12 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verdict(entry: Entry, admission: AdmissionFile | None) -> str:
-    """What the app's admission file says of an entry: the scheduler draws only the admitted ones whose
-    content is the one screened (no side effects)."""
-    if admission is None:
+def _verdict(entry: Entry, records: Mapping[str, AdmissionRecord] | None) -> str:
+    """What the app's admission records (by id) say of an entry: the scheduler draws only the admitted ones
+    whose content is the one screened (no side effects)."""
+    if records is None:
         return "-"  # nothing screened: every entry may be drawn
-    record = next((r for r in admission.entries if r.id == entry.id), None)
+    record = records.get(entry.id)
     if record is None:
         return "not screened"
     if record.content_hash != entry.content_hash():

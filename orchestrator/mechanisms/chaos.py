@@ -202,9 +202,8 @@ class DrainNode:
     def apply(self, handle: Handle, entry: ChaosFault, ctx: Context, *, kubeconfig: Path) -> None:
         _run(self.method(handle, entry, namespace=ctx.namespace), kubeconfig=kubeconfig)
         # No new pods go there, and the app's pods on it go.
-        for pod in ctx.client.list_pods(ctx.namespace, selector=""):
-            if pod.get("spec", {}).get("nodeName") == handle.name:
-                ctx.client.core.delete_namespaced_pod(pod["metadata"]["name"], ctx.namespace)
+        for pod in _pods_on({handle.name}, ctx):
+            ctx.client.core.delete_namespaced_pod(pod["metadata"]["name"], ctx.namespace)
 
     def revert(self, handle: Handle, ctx: Context, *, kubeconfig: Path) -> RevertOutcome:
         _run(self.rollbacks(handle), kubeconfig=kubeconfig)
