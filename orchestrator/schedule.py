@@ -22,7 +22,7 @@ from orchestrator.errors import Problem, ScheduleError
 from orchestrator.rng import derive
 
 # Bump whenever the same inputs would produce a different schedule, so old hashes never match new plans.
-SCHEDULE_VERSION = 4
+SCHEDULE_VERSION = 5
 
 _WHERE = "schedule parameters"
 
@@ -91,7 +91,7 @@ def _param_problems(params: ScheduleParams) -> list[Problem]:
     if not bad & {"min_duration_s", "max_duration_s"} and params.min_duration_s > params.max_duration_s:
         message = f"is greater than max_duration_s = {params.max_duration_s}"
         problems.append(Problem(_WHERE, None, "min_duration_s", str(params.min_duration_s), message))
-    # Injections and reverts happen only at invocation boundaries, so both periods are whole invocations.
+    # The runner invokes the agent every delta_s seconds, so both periods are whole invocations.
     for field in ("injection_period_s", "observation_period_s"):
         value = getattr(params, field)
         if not bad & {field, "delta_s"} and value % params.delta_s:
@@ -111,7 +111,8 @@ def check_seed(seed: object) -> int:
 
 @dataclass(frozen=True)
 class Activation:
-    """One planned fault: injected at ``at_s``, reverted at ``end_s`` (both are invocation boundaries)."""
+    """One planned fault: injected at second ``at_s`` of the schedule clock and reverted at ``end_s``, the
+    drawn instants (not the invocation boundaries around them)."""
 
     index: int
     arrival: int
@@ -133,7 +134,7 @@ DECOY_KINDS: tuple[DecoyKind, ...] = ("redeploy", "config")
 
 @dataclass(frozen=True)
 class Decoy:
-    """A harmless change at boundary ``at_s`` to ``target``, a service outside the scope of every fault active
+    """A harmless change at second ``at_s`` to ``target``, a service outside the scope of every fault active
     then: a ``redeploy`` (a rollout of what it runs, with a change cause) or a ``config`` edit (its log
     level). Nothing breaks, but the rollout history shows a recent change, which an agent that rolls back
     whatever changed last takes for a culprit (docs/metrics.md, "Decoys")."""
@@ -146,8 +147,8 @@ class Decoy:
 
 @dataclass(frozen=True)
 class SkippedArrival:
-    """An arrival that was not placed: ``cap`` (the cap was reached at every boundary it could wait for) or
-    ``conflict`` (no compatible entry at any of them)."""
+    """An arrival that was not placed: ``cap`` (the cap was reached at every instant it could wait for) or
+    ``conflict`` (no compatible entry at any of them); ``at_s`` is the last instant it tried."""
 
     arrival: int
     at_s: int
@@ -223,10 +224,6 @@ def draw_category(rng: random.Random, weights: Mapping[Category, float]) -> Cate
     return ordered[-1]  # only reachable through float rounding at the top end
 
 
-def _boundary_at_or_after(time_s: float, delta_s: int) -> int:
-    return math.ceil(time_s / delta_s) * delta_s
-
-
 def plan_schedule(
     *,
     app: str,
@@ -238,16 +235,16 @@ def plan_schedule(
 ) -> Schedule:
     """The marathon schedule for ``app``: pure, no side effects; only the inputs decide the result.
 
-    Arrivals follow the ramped intensity; each is moved to the first invocation boundary at or after it
-    (inside the injection period) and its revert to the first boundary at or after its drawn duration
-    (clipped to the run end), because the schedule clock only advances by invocation. Each arrival draws
-    its category once, with production weights over the categories present, then a compatible entry in
-    that category uniformly. An arrival that finds no compatible entry in its category, or
-    ``max_concurrent`` faults active, keeps its category and drifts to the next boundary to try again (so
-    the injected mix keeps the production proportions); one that is still not placed at the last boundary
-    of the injection period is recorded as skipped.
+    Arrivals follow the ramped intensity; each is injected at its drawn second and reverted its drawn
+    duration later (whole seconds, uniform over [min_duration_s, max_duration_s], clipped to the run end):
+    the runner applies both at those instants, between invocations. Each arrival draws its category once,
+    with production weights over the categories present, then a compatible entry in that category
+    uniformly. An arrival that finds no compatible entry in its category, or ``max_concurrent`` faults
+    active, keeps its category and drifts to the next revert of a fault in its way, the first instant
+    the way may clear (so the injected mix keeps the production proportions); one that finds no way
+    before the end of the injection period is recorded as skipped.
 
-    Decoys (``params.decoy_count``, from a stream of their own) land on boundaries of the injection period,
+    Decoys (``params.decoy_count``, from a stream of their own) land on drawn seconds of the injection period,
     each on one of ``decoy_services`` outside what every fault active or starting there touches (``scopes``,
     by catalog id: its affected scope and culprits); a decoy with no such service is dropped. No
     ``decoy_services``, no decoys.
@@ -307,17 +304,16 @@ def _decoys(
         return []
     rng = derive(seed, "schedule.decoys")
     candidates = sorted(services)
-    last_boundary = params.injection_period_s - params.delta_s
+    last_start = params.injection_period_s - 1
     placed: list[Decoy] = []
     for _ in range(params.decoy_count):
         # Drawn for every decoy, placed or not, so one dropped decoy does not shift the others.
-        drawn = _boundary_at_or_after(rng.uniform(0, params.injection_period_s), params.delta_s)
-        at_s = max(min(drawn, last_boundary), params.delta_s)  # the first boundary is at delta
+        at_s = min(math.floor(rng.uniform(0, params.injection_period_s)), last_start)
         change = DECOY_KINDS[rng.randrange(len(DECOY_KINDS))]
         pick = rng.random()
         live = [a for a in activations if a.at_s <= at_s < a.end_s]
         busy = set().union(*(scopes.get(a.catalog_id, frozenset({a.target})) for a in live))
-        taken = {d.target for d in placed if d.at_s == at_s}  # one change per service and boundary
+        taken = {d.target for d in placed if d.at_s == at_s}  # one change per service and instant
         free = [s for s in candidates if s not in busy and s not in taken]
         if free:
             placed.append(Decoy(index=0, at_s=at_s, change=change, target=free[int(pick * len(free))]))
@@ -339,7 +335,7 @@ def _place(
         entry.id: _conflict_keys(entry, exclusive_culprits=params.exclusive_culprits) for entry in entries
     }
     base_weights = category_weights(by_category)
-    last_boundary = params.injection_period_s - params.delta_s
+    last_start = params.injection_period_s - 1
     times = arrival_times(
         arrivals_rng, count=params.fault_count, period_s=params.injection_period_s, ramp=params.ramp
     )
@@ -347,14 +343,16 @@ def _place(
     skipped: list[SkippedArrival] = []
     for arrival, time_s in enumerate(times):
         # Drawn for every arrival, placed or not, so one skip does not shift the durations of the rest.
-        drawn = durations_rng.uniform(params.min_duration_s, params.max_duration_s)
+        duration_s = round(durations_rng.uniform(params.min_duration_s, params.max_duration_s))
         category = draw_category(categories_rng, base_weights)
-        at_s = min(_boundary_at_or_after(time_s, params.delta_s), last_boundary)
+        at_s: int | None = min(math.floor(time_s), last_start)
         reason = ""
-        while at_s <= last_boundary:
-            end_s = min(_boundary_at_or_after(at_s + drawn, params.delta_s), params.run_end_s)
-            # Faults placed by earlier arrivals that overlap [at_s, end_s); reverts due at a boundary go
-            # before its injections, so a fault ending at at_s does not overlap.
+        tried = 0
+        while at_s is not None:
+            tried = at_s
+            end_s = min(at_s + duration_s, params.run_end_s)
+            # Faults placed by earlier arrivals that overlap [at_s, end_s); a fault reverted at at_s does
+            # not overlap (reverts due at an instant go before its injections).
             overlapping = [a for a in placed if a.at_s < end_s and a.end_s > at_s]
             if params.max_concurrent is not None and _peak(overlapping, at_s, end_s) >= params.max_concurrent:
                 reason = "cap"
@@ -377,11 +375,18 @@ def _place(
                     )  # fmt: skip
                     break
                 reason = "conflict"
-            at_s += params.delta_s
+            at_s = _next_revert(overlapping, after=at_s, latest=last_start)
         else:
-            skipped.append(SkippedArrival(arrival=arrival, at_s=at_s - params.delta_s, reason=reason))
+            skipped.append(SkippedArrival(arrival=arrival, at_s=tried, reason=reason))
     ordered = sorted(placed, key=lambda a: (a.at_s, a.arrival))
     return [dataclasses.replace(a, index=i) for i, a in enumerate(ordered)], skipped
+
+
+def _next_revert(overlapping: Sequence[Activation], *, after: int, latest: int) -> int | None:
+    """The first revert of a fault in the way after ``after`` and no later than ``latest``, the earliest
+    instant the way may clear; None when none does (no side effects)."""
+    ends = [a.end_s for a in overlapping if after < a.end_s <= latest]
+    return min(ends) if ends else None
 
 
 def _peak(activations: Sequence[Activation], start_s: int, end_s: int) -> int:

@@ -30,7 +30,7 @@ def test_decoys_change_only_services_no_active_fault_touches(app: str) -> None:
         pairs = [(d.at_s, d.target) for d in schedule.decoys]
         assert len(set(pairs)) == len(pairs)
         for decoy in schedule.decoys:
-            assert decoy.at_s % params.delta_s == 0 and 0 < decoy.at_s < params.injection_period_s
+            assert 0 <= decoy.at_s < params.injection_period_s
             assert decoy.target in own_code
             live = [a for a in schedule.activations if a.at_s <= decoy.at_s < a.end_s]
             assert all(decoy.target not in scopes[a.catalog_id] for a in live), (seed, decoy)

@@ -49,9 +49,8 @@ def test_every_activation_starts_in_the_injection_period_and_ends_by_the_run_end
     for a in schedule.activations:
         assert 0 <= a.at_s < p.injection_period_s
         assert a.at_s < a.end_s <= p.run_end_s
-        assert a.at_s % p.delta_s == 0 and a.end_s % p.delta_s == 0
         assert a.duration_s >= min(p.min_duration_s, p.run_end_s - a.at_s)
-        assert a.duration_s < p.max_duration_s + p.delta_s
+        assert a.duration_s <= p.max_duration_s
 
 
 @settings(max_examples=150, deadline=None)

@@ -113,6 +113,7 @@ class FaultDriver:
         live = self.live.get(fault_id)
         if live is None:
             return
+        t = self.now_s()  # the fault ends when its revert starts, not once the revert has settled
         try:
             outcome = self.applier.revert(fault_id)
         except RevertError as exc:
@@ -121,7 +122,7 @@ class FaultDriver:
         except OrchestratorError as exc:  # the cluster answered unexpectedly: same as a failed revert
             self._revert_failed(fault_id, str(exc))
             return
-        self._reverted(fault_id, outcome)
+        self._reverted(fault_id, outcome, t=t)
 
     def revert_all(self) -> list[str]:
         """Revert every fault still applied, newest first; returns what could not be reverted."""
@@ -152,14 +153,14 @@ class FaultDriver:
             )
             self.warn(f"{handle.kind}/{handle.name} {handle.field} ({handle.fault_id}) {what}")
 
-    def _reverted(self, fault_id: str, outcome: str) -> None:
+    def _reverted(self, fault_id: str, outcome: str, *, t: float | None = None) -> None:
         # An agent's own change of the field (a different image or value) ends the fault as well: the
         # orchestrator leaves it in place and says so.
         detail = (
             "the agent had set a different value; left as it was" if outcome == "changed_by_agent" else ""
         )
         mapped = "reverted" if outcome == "reverted" else "already_restored"
-        t = self.now_s()
+        t = self.now_s() if t is None else t
         self.record(FaultReverted(fault_id=fault_id, t=t, outcome=mapped, detail=detail))
         self.live.pop(fault_id, None)
         self.failed_reverts.pop(fault_id, None)

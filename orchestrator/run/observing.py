@@ -138,19 +138,11 @@ class Recorder:
         The caller may change the world meanwhile (inject, revert): the queries end at ``until``, which the
         world has passed, so what they answer cannot change. ``commit`` writes the records in a fixed order.
         """
-        spans = [
-            (
-                fault.fault_id,
-                self._probe_until.get(fault.fault_id, fault.inject_s),
-                self._probes[fault.fault_id],
-            )
-            for fault in faults
-        ]
         pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="observe")
         return Observation(
             until=until,
             pool=pool,
-            probes=pool.submit(self._sample_probes, spans, until),
+            probes=pool.submit(self._sample_probes, self._spans(faults), until),
             alerts=pool.submit(self._evaluate, until),
             service=pool.submit(self._sample_service, after=self.service_until, until=until),
         )
@@ -163,17 +155,36 @@ class Recorder:
             service_answers = observation.service.result()
         finally:
             observation.pool.shutdown(wait=True, cancel_futures=True)
-        until = observation.until
-        for fault_id, after, samples in probe_answers:
-            for one in samples:
-                self.record(one)
-            if fault_id in self._probes:  # not ended meanwhile
-                self._probe_until[fault_id] = max(after, until)
+        self._commit_probes(probe_answers, until=observation.until)
         self._commit_alerts(alert_answers)
         self._commit_rule_failures()
         for sample in service_answers:
             self.record(sample)
-        self.service_until = max(self.service_until, until)
+        self.service_until = max(self.service_until, observation.until)
+
+    def observe_probes(self, faults: Sequence[LiveFault], *, until: float) -> None:
+        """The probe samples of ``faults`` up to schedule time ``until``, journaled: what a fault about to
+        be reverted between boundaries showed until then (the rule pack and the entry point wait for the
+        next boundary)."""
+        self._commit_probes(self._sample_probes(self._spans(faults), until), until=until)
+
+    def _spans(self, faults: Sequence[LiveFault]) -> list[tuple[str, float, ProbeQuery]]:
+        """Each fault's probe and the time of its last sample."""
+        return [
+            (
+                fault.fault_id,
+                self._probe_until.get(fault.fault_id, fault.inject_s),
+                self._probes[fault.fault_id],
+            )
+            for fault in faults
+        ]
+
+    def _commit_probes(self, answers: list[tuple[str, float, list[ProbeSample]]], *, until: float) -> None:
+        for fault_id, after, samples in answers:
+            for one in samples:
+                self.record(one)
+            if fault_id in self._probes:  # not ended meanwhile
+                self._probe_until[fault_id] = max(after, until)
 
     def _evaluate(self, until: float) -> list[AlertRecord]:
         return [

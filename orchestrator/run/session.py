@@ -1,9 +1,12 @@
 """One marathon in progress: the boundary loop over a started world, from the first boundary to RunEnded.
 
-At each boundary k (t_k = k * delta): the world reaches t_k; live faults' probes and artifacts are sampled
-up to it; due reverts, then due injections are applied; the rule pack is evaluated and the entry point
-sampled up to now; the inbox is rewritten; the agent is invoked. The end reverts whatever is left, journals
-each rule's health and closes the journal's windows with ``RunEnded``. Sealing and scoring are the caller's.
+Reverts, injections and decoys happen at their scheduled instants, between boundaries too: the world
+reaches the instant, the probes of the faults about to be reverted are sampled up to it, then due reverts,
+due injections and due decoys are applied (while the agent runs, in a world that moves by itself). At each
+boundary k (t_k = k * delta) the world reaches t_k; live faults' probes, the rule pack and the entry point
+are sampled up to it; the changes due are applied; the inbox is rewritten and the agent is invoked. The end
+reverts whatever is left, journals each rule's health and closes the journal's windows with ``RunEnded``.
+Sealing and scoring are the caller's.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +28,7 @@ from orchestrator.run.config import RunConfig
 from orchestrator.run.decoys import apply_decoy
 from orchestrator.run.events import Boundary, Concurrency, Ended, Failed, Invoked, RunEventHandler
 from orchestrator.run.faults import FaultDriver, LiveFault
-from orchestrator.run.invoking import AgentProcess, agent_environment
+from orchestrator.run.invoking import AgentProcess, Outcome, agent_environment
 from orchestrator.run.observing import Recorder, oracle_truth, write_json_atomically
 from orchestrator.run.plan import RunPlan
 from orchestrator.run.states import record_service_states
@@ -32,6 +36,7 @@ from orchestrator.run.world import World
 from orchestrator.schedule import Activation, Decoy
 
 ORACLE = "oracle"
+WAIT_POLL_S = 0.05  # how often a world that moves by itself is checked for a change falling due
 
 
 class Gate(Protocol):
@@ -97,53 +102,84 @@ class Session:
     def run(self) -> str:
         """The boundary loop; returns why it ended (``completed`` or ``stopped``)."""
         due = sorted(self.plan.schedule.activations, key=lambda a: (a.at_s, a.index))
+        decoys = sorted(self.plan.schedule.decoys, key=lambda d: (d.at_s, d.index))
         self._snapshot("start")
         for k in range(1, self.boundaries + 1):
             if self.stop.is_set():
                 return "stopped"
             # A boundary's records become durable together: one fsync per stream, not one per record.
             with self.journal.deferred_sync():
-                if not self._boundary(k, due):
+                if not self._boundary(k, due, decoys):
                     return "stopped"
         return "completed"
 
-    def _boundary(self, k: int, due: list[Activation]) -> bool:
-        """Boundary k, from advancing the world to it to the agent's invocation; False when stopped."""
+    def _boundary(self, k: int, due: list[Activation], decoys: list[Decoy]) -> bool:
+        """Boundary k: the changes due before it at their own instants, then the world at t_k, the changes
+        due at t_k and the agent's invocation; False when stopped."""
         t_k = float(k * self.config.delta_s)
-        with self._phase("advance"):
-            self.world.advance_to(t_k, stop=self.stop)
-        if self.stop.is_set():
+        while (at := self._next_change(due, decoys)) is not None and at < t_k:
+            if not self._advance(at):
+                return False
+            self._between(at, due, decoys)
+        if not self._advance(t_k):
             return False
-        # What happened up to t_k is queried while the boundary's faults are applied: the queries end
-        # at t_k, so reverts and injections (which move the world past it) cannot change their answers.
+        # What happened up to t_k is queried while the boundary's changes are applied: the queries end at
+        # t_k, so reverts and injections (which may move the world past it) cannot change their answers.
         observation = self.recorder.start(self._live(), until=t_k)
         try:
-            self._apply(t_k, due)
+            self._apply(t_k, due, decoys)
         finally:
             with self._phase("observe"):
                 self.recorder.commit(observation)
         now = self.world.now_s()
         active, firing = len(self.driver.live), len(self.recorder.firing)
         self.events.handle(Concurrency(t=now, active=active, firing=firing))
-        self._invoke(k)
+        self._invoke(k, due, decoys)
         self.events.handle(Boundary(k=k, of=self.boundaries, t=t_k))
         return True
 
-    def _apply(self, t_k: float, due: list[Activation]) -> None:
-        """Revert the faults due at t_k, inject the ones due (after they were observed up to t_k), then make
-        the decoys due."""
+    def _next_change(self, due: list[Activation], decoys: list[Decoy]) -> float | None:
+        """The instant of the next scheduled change: a revert of a live fault, an injection or a decoy."""
+        instants = [
+            float(f.activation.end_s) for f in self.driver.live.values()
+            if f.fault_id not in self.driver.failed_reverts
+        ]  # fmt: skip
+        instants += [float(due[0].at_s)] if due else []
+        instants += [float(decoys[0].at_s)] if decoys else []
+        return min(instants, default=None)
+
+    def _between(self, at: float, due: list[Activation], decoys: list[Decoy]) -> None:
+        """The changes due at ``at``, between two boundaries (the world is there). Only the probes of the
+        faults about to be reverted are read up to it; the rule pack and the entry point wait for the next
+        boundary."""
+        failed = self.driver.failed_reverts
+        ending = [f for f in self._live() if f.activation.end_s <= at and f.fault_id not in failed]
+        if ending:
+            with self._phase("observe"):
+                self.recorder.observe_probes(ending, until=at)
+        self._apply(at, due, decoys)
+
+    def _advance(self, t: float) -> bool:
+        """Move the world to ``t``; False when stopped on the way."""
+        with self._phase("advance"):
+            self.world.advance_to(t, stop=self.stop)
+        return not self.stop.is_set()
+
+    def _apply(self, t: float, due: list[Activation], decoys: list[Decoy]) -> None:
+        """Revert the faults due by t, inject the ones due (after they were observed up to t), then make
+        the decoys due. A change the world passed while an earlier one settled is applied now."""
         with self._phase("faults"):
             for fault in self._live():
-                if fault.activation.end_s <= t_k and fault.fault_id not in self.driver.failed_reverts:
+                if fault.activation.end_s <= t and fault.fault_id not in self.driver.failed_reverts:
                     self.driver.revert(fault.fault_id)
                     if fault.fault_id not in self.driver.live:  # a failed revert keeps it live and sampled
                         self.recorder.end_fault(fault.fault_id)
-            while due and due[0].at_s <= t_k:
+            while due and due[0].at_s <= t:
                 started = self.driver.inject(due.pop(0))
                 if started is not None:
                     self.recorder.start_fault(started)
-            for decoy in [d for d in self.plan.schedule.decoys if t_k - self.config.delta_s < d.at_s <= t_k]:
-                self._decoy(decoy)
+            while decoys and decoys[0].at_s <= t:
+                self._decoy(decoys.pop(0))
 
     def _decoy(self, decoy: Decoy) -> None:
         now = self.world.now_s()
@@ -207,7 +243,7 @@ class Session:
         sandbox = self.agent.sandbox if self.agent is not None else None
         return sandbox.inside(path) if sandbox is not None else str(path)
 
-    def _invoke(self, k: int) -> None:
+    def _invoke(self, k: int, due: list[Activation], decoys: list[Decoy]) -> None:
         if self.agent is None:
             return  # a no-action baseline: nothing is started, nobody reads an inbox
         write_json_atomically(self.inbox, self.recorder.inbox)
@@ -239,9 +275,10 @@ class Session:
         start_s = self.world.now_s()
         try:
             with self._phase("agent"):
-                outcome = self.agent.invoke(
-                    n, env=agent_environment(protocol), budget_s=self.config.budget_s, stop=self.stop
-                )
+                outcome = self._agent_runs(
+                    self.agent, n, env=agent_environment(protocol), due=due, decoys=decoys,
+                    until=float((k + 1) * self.config.delta_s),
+                )  # fmt: skip
         finally:
             if self.endpoints.tools is not None:
                 self.endpoints.tools.close_invocation()
@@ -266,7 +303,35 @@ class Session:
         live = self._live()
         if live:
             target = min(end_s + self.config.sample_step_s, float((k + 1) * self.config.delta_s))
+            next_change = self._next_change(due, decoys)
+            if next_change is not None:
+                target = max(end_s, min(target, next_change))  # not past the next scheduled change
             with self._phase("advance"):
                 self.world.catch_up(target, stop=self.stop)
             with self._phase("artifacts"):
                 self.recorder.artifacts(live, t=self.world.now_s())
+
+    def _agent_runs(
+        self,
+        agent: AgentProcess,
+        n: int,
+        *,
+        env: dict[str, str],
+        due: list[Activation],
+        decoys: list[Decoy],
+        until: float,
+    ) -> Outcome:
+        """Invocation ``n``. A world that moves while the agent runs (a realtime twin, a real cluster) gets
+        the changes scheduled meanwhile, before ``until`` (the next boundary), at their instants, beside the
+        agent; a stepped world stands still, so nothing falls due."""
+        if not self.world.moves_by_itself:
+            return agent.invoke(n, env=env, budget_s=self.config.budget_s, stop=self.stop)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent") as pool:
+            running = pool.submit(agent.invoke, n, env=env, budget_s=self.config.budget_s, stop=self.stop)
+            while (at := self._next_change(due, decoys)) is not None and at < until:
+                while not running.done() and not self.stop.is_set() and self.world.now_s() < at:
+                    wait([running], timeout=WAIT_POLL_S)
+                if running.done() or self.stop.is_set():
+                    break
+                self._between(at, due, decoys)
+            return running.result()

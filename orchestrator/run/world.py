@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from orchestrator.cluster.client import KubeClient, workloads_not_ready
 from orchestrator.errors import OrchestratorError, TelemetryError
@@ -34,6 +34,11 @@ WARMUP_LIMIT_S = 1800.0
 class World(Protocol):
     kubeconfig: Path
     prometheus: PrometheusServer
+    # Whether the world's clock runs while the agent does (a realtime twin, a real cluster): the runner
+    # then applies the changes that fall due meanwhile beside the agent.
+
+    @property
+    def moves_by_itself(self) -> bool: ...
 
     @property
     def origin_epoch_s(self) -> float:
@@ -134,6 +139,8 @@ class TwinWorld:
 class SteppedTwinWorld(TwinWorld):
     """The twin stands still unless the runner moves it: nothing happens while the agent runs."""
 
+    moves_by_itself: ClassVar[bool] = False
+
     def begin(self) -> None:
         return None  # the runner moves the twin; there is no clock to start
 
@@ -153,6 +160,8 @@ class SteppedTwinWorld(TwinWorld):
 @dataclass
 class RealtimeTwinWorld(TwinWorld):
     """The twin's own clock runs from ``begin`` on, while the agent runs too."""
+
+    moves_by_itself: ClassVar[bool] = True
 
     def begin(self) -> None:
         # The twin is served stepped and frozen at time 0 until the run is ready; a realtime run's world
@@ -206,6 +215,8 @@ def start_twin_world(
 @dataclass
 class KubeWorld:
     """A real cluster: time is the wall clock since the run started; nothing is started or stopped."""
+
+    moves_by_itself: ClassVar[bool] = True
 
     kubeconfig: Path
     prometheus: PrometheusServer

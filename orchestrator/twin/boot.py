@@ -124,19 +124,21 @@ class Twin:
 
     @property
     def now(self) -> float:
-        return self.clock.now
+        """The clock's instant: the last step, or an instant before the next one that the world was moved
+        to (a marathon injects at the scheduled second; the models react at the next step)."""
+        return self.clock.instant
 
     # -- moving the world -------------------------------------------------------------------------
     def advance(self, seconds: float, *, flush: bool = True) -> float:
-        """Move the world ``seconds`` forward in whole steps; returns the simulated time reached. Its series
-        are in Prometheus when it returns, unless ``flush`` is False (nothing reads them before the next
-        advance that flushes)."""
+        """Move the clock ``seconds`` forward and the world through every whole step on the way; returns the
+        instant reached. Its series are in Prometheus when it returns, unless ``flush`` is False (nothing
+        reads them before the next advance that flushes)."""
         with self.cluster.lock:
             for now in self.clock.advance(seconds):
                 self._step(now)
             if flush:
                 self.telemetry.flush()
-            return self.clock.now
+            return self.clock.instant
 
     def _step(self, now: float) -> None:
         for pushed in self.cluster.store.list(_CONFIGMAPS, REGISTRY_NAMESPACE):

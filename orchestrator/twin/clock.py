@@ -1,6 +1,7 @@
 """The twin's two clocks: stepped (the world moves only when told) and realtime (wall clock x speed).
 
-Simulated time is seconds since the twin epoch (``timefmt.EPOCH``); the world always moves in whole steps.
+Simulated time is seconds since the twin epoch (``timefmt.EPOCH``); the world always moves in whole steps,
+while the clock can stand at any instant between two of them.
 The realtime driver is the one place that reads the wall clock, and it only decides *when* to advance.
 """
 
@@ -24,6 +25,12 @@ class StepClock:
         self.now = start
         self.target = start
         self.step_seconds = step_seconds
+
+    @property
+    def instant(self) -> float:
+        """The time the clock was moved to: the last step, or past it by a remainder smaller than a step
+        (the world holds the state of its last step until the next one)."""
+        return round(self.target, 6)
 
     def advance(self, seconds: float) -> list[float]:
         """The step instants reached by moving ``seconds`` forward (a remainder carries to the next call)."""

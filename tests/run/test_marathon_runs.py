@@ -194,3 +194,45 @@ def test_a_realtime_twin_run_invokes_the_agent_at_each_boundary_once_its_world_g
     assert starts == sorted(starts)
     assert bundle.manifest.schedule_params["clock"] == "realtime"
     assert verify_bundle(result.bundle_dir).ok
+
+
+def test_faults_are_injected_and_reverted_at_their_drawn_seconds_between_boundaries(tmp_path: Path) -> None:
+    # Four-minute faults last 240 s in the bundle (not the 360 s of the boundaries around them), each
+    # injected at its scheduled second, though the agent is invoked only every 120 s.
+    config = _config(
+        tmp_path, "exact", agent_cmd="true", faults=4, delta_s=120, budget_s=5.0, injection_period_s=600,
+        observation_period_s=360, min_duration_s=240, max_duration_s=240, baseline=False,
+    )  # fmt: skip
+    planned = {a.index: a for a in make_plan(config).schedule.activations}
+    assert any(a.at_s % 120 for a in planned.values())
+    result = run_marathon(config)
+    bundle = read_bundle(result.bundle_dir)
+    injected = {f.fault_id: f for f in bundle.injected}
+    reverted = {r.fault_id: r for r in bundle.reverted}
+    assert len(injected) == len(planned) > 0 and not bundle.failed
+    for fault_id, fault in injected.items():
+        activation = planned[int(fault_id.removeprefix("f"))]
+        assert fault.inject_s == float(activation.at_s)
+        assert reverted[fault_id].t - fault.inject_s == 240.0
+    assert [i.start_s for i in bundle.invocations] == [120.0 * n for n in range(1, 9)]
+
+
+def test_a_realtime_world_gets_the_changes_that_fall_due_while_the_agent_runs(tmp_path: Path) -> None:
+    # The world moves while the agent sleeps through most of each interval: a fault scheduled during an
+    # invocation is injected (or reverted) during it, not once the agent is done.
+    config = _config(
+        tmp_path, "realtime-exact", agent_cmd="sleep 2", clock="realtime", speed=20.0, faults=8, delta_s=60,
+        budget_s=2.5, injection_period_s=300, observation_period_s=120, min_duration_s=60,
+        max_duration_s=90, baseline=False,
+    )  # fmt: skip
+    result = run_marathon(config)
+    bundle = read_bundle(result.bundle_dir)
+    planned = {f"f{a.index:03d}": a for a in make_plan(config).schedule.activations}
+    windows = [(i.start_s, i.end_s) for i in bundle.invocations]
+    changes = [(planned[f.fault_id].at_s, f.inject_s) for f in bundle.injected]
+    changes += [(planned[r.fault_id].end_s, r.t) for r in bundle.reverted if r.fault_id in planned]
+    # A change waits for the one before it to settle, so not every one due meanwhile makes it in time.
+    during = [(due, done) for due, done in changes for start, end in windows if start < due <= done < end]
+    assert during, "changes falling due while the agent runs should be applied while it runs"
+    assert all(done >= due for due, done in changes)
+    assert verify_bundle(result.bundle_dir).ok
