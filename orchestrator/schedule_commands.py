@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from orchestrator.catalog.apps import app_names
 from orchestrator.catalog.faults import Entry
@@ -43,6 +45,32 @@ def seed_argument(text: str) -> int:
     return value
 
 
+NO_CAP = "none"
+
+
+def cap_argument(text: str) -> int | str:
+    """argparse type for ``--max-concurrent``: an integer (the parameters check its range), or ``none`` for
+    no cap."""
+    if text.strip().lower() == NO_CAP:
+        return NO_CAP
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'none', got {text!r}") from None
+
+
+def seed_range(text: str) -> range:
+    """argparse type for ``--seeds``: ``A-B``, two seeds with A <= B."""
+    first, dash, last = text.partition("-")
+    try:
+        low, high = seed_argument(first), seed_argument(last if dash else first)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected A-B with seeds 0 <= A <= B, got {text!r}") from None
+    if low > high:
+        raise argparse.ArgumentTypeError(f"expected A-B with seeds 0 <= A <= B, got {text!r}")
+    return range(low, high + 1)
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     defaults = ScheduleParams()
     parser = subparsers.add_parser(
@@ -56,12 +84,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--app", required=True, choices=app_names(), help="application whose catalog is drawn from"
     )
-    parser.add_argument("--seed", required=True, type=seed_argument, help="run seed (integer >= 0)")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--seed", type=seed_argument, help="run seed (integer >= 0)")
+    which.add_argument(
+        "--seeds", type=seed_range, metavar="A-B",
+        help="summarise the concurrency of seeds A to B (inclusive) beside the published figures",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print canonical JSON instead of a table")
-    parser.add_argument("--faults", type=int, default=defaults.fault_count, help="arrivals to draw")
     parser.add_argument(
-        "--max-concurrent", type=int, default=None, help="cap on simultaneously active faults"
+        "--faults", type=int, default=None, help="arrivals to draw (default: the app's schedule_defaults)"
     )
+    parser.add_argument(
+        "--max-concurrent", type=cap_argument, default=None,
+        help="cap on simultaneously active faults, or 'none' (default: the app's schedule_defaults)",
+    )  # fmt: skip
     parser.add_argument(
         "--injection-period", type=int, default=defaults.injection_period_s, help="seconds of injections"
     )
@@ -82,14 +118,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def params_from_args(args: argparse.Namespace) -> ScheduleParams:
-    """Schedule parameters from the command line; ``ScheduleError`` names the offending flag and value."""
+    """Schedule parameters from the command line, the app's ``schedule_defaults`` where a flag is not given;
+    ``ScheduleError`` names the offending flag and value."""
+    from orchestrator.catalog.topologies import schedule_defaults
+
+    defaults = schedule_defaults(args.app)
+    count, cap = args.faults, args.max_concurrent
+    if count is None:
+        count = defaults.fault_count if defaults is not None else ScheduleParams.fault_count
+    if cap is None:
+        cap = defaults.max_concurrent if defaults is not None else None
     try:
         return ScheduleParams(
-            fault_count=args.faults,
+            fault_count=count,
             injection_period_s=args.injection_period,
             observation_period_s=args.observation_period,
             ramp=args.ramp,
-            max_concurrent=args.max_concurrent,
+            max_concurrent=None if cap == NO_CAP else cap,
             exclusive_culprits=not args.shared_culprits,
             decoy_count=args.decoys,
         )
@@ -112,11 +157,16 @@ def run(args: argparse.Namespace) -> int:
     scopes, decoy_services = decoy_inputs(catalog, topology)
     # The entries a run draws from: the admitted ones (all of them when the app has no admission file).
     admitted = admitted_ids(args.app)
+    drawn_from = [e for e in catalog.entries if admitted is None or e.id in admitted]
+    if args.seeds is not None:
+        summary = summarise(app=args.app, seeds=args.seeds, params=params, entries=drawn_from)
+        print(render_summary(summary, topology.published_concurrency, as_json=args.json))
+        return 0
     text = report(
         app=args.app,
         seed=args.seed,
         params=params,
-        entries=[e for e in catalog.entries if admitted is None or e.id in admitted],
+        entries=drawn_from,
         published=topology.published_concurrency,
         as_json=args.json,
         scopes=scopes,
@@ -198,4 +248,64 @@ def render_table(
         rows.append((f"published, {schedule.app}", f"{published.average:.2f}", str(published.peak)))
     lines += ["", f"{f'active faults (cap {cap})':<34}  {'average':>7}  {'peak':>4}"]
     lines += [f"  {name:<32}  {average:>7}  {peak:>4}" for name, average, peak in rows]
+    return "\n".join(lines)
+
+
+AVERAGE_TOLERANCE = 0.5  # how near the published average and peak a default schedule comes (README,
+PEAK_TOLERANCE = 1.0  # "Concurrency")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The concurrency of the plans of several seeds: means of each plan's whole-run average and peak."""
+
+    app: str
+    seeds: range
+    placed: float
+    average: float
+    peak: float
+    highest_peak: int
+
+
+def summarise(*, app: str, seeds: range, params: ScheduleParams, entries: Sequence[Entry]) -> Summary:
+    """Plan every seed of ``seeds`` (no side effects) and summarise their concurrency."""
+    stats = [concurrency(plan_schedule(app=app, entries=entries, seed=s, params=params)) for s in seeds]
+    return Summary(
+        app=app,
+        seeds=seeds,
+        placed=statistics.fmean(x.placed for x in stats),
+        average=statistics.fmean(x.average_run for x in stats),
+        peak=statistics.fmean(x.peak_run for x in stats),
+        highest_peak=max(x.peak_run for x in stats),
+    )
+
+
+def render_summary(summary: Summary, published: PublishedConcurrency | None, *, as_json: bool) -> str:
+    seeds = f"{summary.seeds.start}-{summary.seeds.stop - 1}"
+    near = None
+    if published is not None:
+        near = (
+            abs(summary.average - published.average) <= AVERAGE_TOLERANCE
+            and abs(summary.peak - published.peak) <= PEAK_TOLERANCE
+        )
+    if as_json:
+        record = {
+            "app": summary.app, "seeds": seeds, "placed": summary.placed, "average": summary.average,
+            "peak": summary.peak, "highest_peak": summary.highest_peak,
+            "published": None if published is None else published.model_dump(), "within_tolerance": near,
+        }  # fmt: skip
+        return canonical_json(record)
+    lines = [
+        f"{summary.app}, seeds {seeds}: {summary.placed:.1f} faults placed per schedule",
+        "",
+        f"{'active faults, whole run':<34}  {'average':>7}  {'peak':>4}",
+        f"  {'mean over the seeds':<32}  {summary.average:>7.2f}  {summary.peak:>4.1f}",
+    ]
+    if published is not None:
+        lines.append(f"  {'published':<32}  {published.average:>7.2f}  {published.peak:>4}")
+        verdict = "within" if near else "NOT within"
+        lines += [
+            "",
+            f"{verdict} {AVERAGE_TOLERANCE:g} of the published average and {PEAK_TOLERANCE:g} of its peak",
+        ]
     return "\n".join(lines)

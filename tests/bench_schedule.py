@@ -5,11 +5,14 @@ from __future__ import annotations
 import statistics
 import time
 
+from orchestrator.catalog.apps import app_names
 from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.errors import CatalogError
-from orchestrator.schedule import ScheduleParams, concurrency, plan_schedule
+from orchestrator.schedule import ScheduleParams, plan_schedule
+from orchestrator.schedule_commands import summarise
 from tests.test_schedule_catalog import APP, fixture_entries
+from tests.test_schedule_mix import _drawn_from
 
 ROUNDS = 30
 
@@ -40,19 +43,17 @@ def bench() -> list[tuple[str, str, str]]:
     for cap in (None, 10):
         seconds = _median_seconds(entries, ScheduleParams(max_concurrent=cap))
         rows.append((f"plan 60 faults, cap {cap} ({label})", f"{seconds * 1000:.1f} ms", "< 100 ms"))
-    published = load_topology(APP).published_concurrency
-    assert published is not None
-    average, peak = published.average, published.peak
-    # 100 arrivals under a cap of 10 place about 60 faults and come closest to the published figures.
-    for count, cap in ((60, None), (60, 10), (100, 10)):
-        params = ScheduleParams(fault_count=count, max_concurrent=cap)
-        stats = concurrency(plan_schedule(app=APP, entries=entries, seed=42, params=params))
-        measured = f"{stats.average_run:.2f} / {stats.peak_run} ({stats.placed} placed)"
+    for app in app_names():
+        entries, params = _drawn_from(app)
+        summary = summarise(app=app, seeds=range(1, 51), params=params, entries=entries)
+        published = load_topology(app).published_concurrency
+        assert published is not None
         rows.append(
             (
-                f"seed 42 active avg / peak, {count} arrivals, cap {cap}",
-                measured,
-                f"published {average} / {peak}",
+                f"{app}: seeds 1-50 active avg / peak"
+                f" ({params.fault_count} arrivals, cap {params.max_concurrent})",
+                f"{summary.average:.2f} / {summary.peak:.1f} ({summary.placed:.1f} placed)",
+                f"published {published.average} / {published.peak} (+-0.5 / +-1)",
             )
         )
     return rows

@@ -78,7 +78,8 @@ def test_every_option_of_every_command_has_help_that_shows_its_default() -> None
     silent = [(path, action.option_strings) for path, action in options if not action.help]
     assert silent == []
     text = next(p for p in _parsers(build_parser("run")) if p.prog == "marathon run").format_help()
-    assert "fault arrivals to draw (default: 60)" in text
+    assert "seconds between invocations (default: 120)" in text
+    assert "fault arrivals to draw (default: the app's schedule_defaults)" in " ".join(text.split())
     assert "(default: None)" not in text and "(default: False)" not in text
 
 

@@ -102,18 +102,21 @@ def test_marathon_schedule_prints_the_online_boutique_plan(capsys: pytest.Captur
     out = capsys.readouterr().out
     catalog = load_catalog("online-boutique")
     scopes, services = decoy_inputs(catalog, load_topology("online-boutique"))
+    admitted = admitted_ids("online-boutique")
+    defaults = load_topology("online-boutique").schedule_defaults
+    assert admitted is not None and defaults is not None
     schedule = plan_schedule(
-        app="online-boutique", entries=catalog.entries, seed=42, scopes=scopes, decoy_services=services
-    )
+        app="online-boutique", entries=[e for e in catalog.entries if e.id in admitted], seed=42,
+        params=ScheduleParams(fault_count=defaults.fault_count, max_concurrent=defaults.max_concurrent),
+        scopes=scopes, decoy_services=services,
+    )  # fmt: skip
     assert out.startswith(f"schedule {schedule.content_hash[:12]} for online-boutique, seed 42\n")
     last_words = [line.split()[-1] for line in out.splitlines() if line.strip()]
     listed = [word for word in last_words if word in catalog.by_id]
     assert listed == [a.catalog_id for a in schedule.activations]
     assert schedule.decoys and f"{len(schedule.decoys)} decoys (harmless changes" in out
     listing = out.split(" decoys (harmless changes")[1].split("\n\n")[0].splitlines()[1:]
-    assert [tuple(line.split()[1:]) for line in listing] == [
-        (d.change, d.target) for d in schedule.decoys
-    ]
+    assert [tuple(line.split()[1:]) for line in listing] == [(d.change, d.target) for d in schedule.decoys]
     assert "published, online-boutique" in out
 
 

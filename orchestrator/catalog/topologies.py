@@ -14,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names, listed
-from orchestrator.catalog.topology import Call, Topology, topology_path
+from orchestrator.catalog.topology import Call, ScheduleDefaults, Topology, topology_path
 from orchestrator.catalog.yamlfile import Document, problems_from, read_documents
 from orchestrator.errors import CatalogError, Problem
 
@@ -116,3 +116,12 @@ def _call_rates(calls: tuple[Call, ...], caller_rate: float) -> Iterator[tuple[s
         rate = caller_rate * call.count * call.share
         yield call.to, rate
         yield from _call_rates(call.calls, rate)
+
+
+def schedule_defaults(app: str, *, root: Path | None = None) -> ScheduleDefaults | None:
+    """The app's default fault arrivals and cap (its topology's ``schedule_defaults``), or None for an app
+    without them or without a readable topology (whoever uses the app reports that)."""
+    try:
+        return load_topology(app, root=root).schedule_defaults
+    except CatalogError:
+        return None

@@ -205,6 +205,15 @@ class PublishedConcurrency(_Strict):
     peak: int = Field(ge=1)
 
 
+class ScheduleDefaults(_Strict):
+    """The app's default fault arrivals and cap on active faults: with them, the concurrency of its plans
+    (seeds 1-50) comes within 0.5 of the published average and 1 of the published peak (README,
+    "Concurrency"). A run or ``marathon schedule`` that sets either uses its own."""
+
+    fault_count: int = Field(ge=0)
+    max_concurrent: int | None = Field(default=None, ge=1)
+
+
 class Site(_Strict):
     name: str
     zone: str
@@ -270,6 +279,7 @@ class Topology(_Strict):
     # The service that serves ``feature_flags`` (its flag file is rendered from them).
     feature_flag_service: str | None = None
     published_concurrency: PublishedConcurrency | None = None
+    schedule_defaults: ScheduleDefaults | None = None
 
     @model_validator(mode="after")
     def _references_resolve(self, info: ValidationInfo) -> Topology:

@@ -13,7 +13,7 @@ from orchestrator.catalog.apps import app_names
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.run.config import RunConfig, load_agent_config, make_config
 from orchestrator.run.runner import RunResult
-from orchestrator.schedule_commands import seed_argument
+from orchestrator.schedule_commands import NO_CAP, cap_argument, seed_argument
 
 HELP = "run a marathon and score it"
 DESCRIPTION = "Inject the seeded fault schedule, invoke the agent every delta seconds, seal and score."
@@ -49,7 +49,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     clock_help = "stepped (default on the twin) or realtime (always on a real cluster)"
     parser.add_argument("--clock", choices=("stepped", "realtime"), default=None, help=clock_help)
     parser.add_argument("--speed", type=float, default=1.0, help="realtime twin: simulated s per wall s")
-    parser.add_argument("--faults", type=int, default=defaults["faults"], help="fault arrivals to draw")
+    parser.add_argument(
+        "--faults",
+        type=int,
+        default=None,
+        help="fault arrivals to draw (default: the app's schedule_defaults)",
+    )
     parser.add_argument("--delta", type=int, default=defaults["delta_s"], help="seconds between invocations")
     budget_help = "wall seconds per invocation (default: delta less 10 s, within 1-110 s)"
     parser.add_argument("--budget", type=float, default=None, help=budget_help)
@@ -62,8 +67,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds after the injection period, with no new arrivals",
     )  # fmt: skip
     parser.add_argument(
-        "--max-concurrent", type=int, default=None, help="most faults active at once (default: no limit)"
-    )
+        "--max-concurrent", type=cap_argument, default=None,
+        help="most faults active at once, or 'none' (default: the app's schedule_defaults)",
+    )  # fmt: skip
     parser.add_argument(
         "--shared-culprits",
         action="store_true",
@@ -159,6 +165,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> RunConfig:
+    # An absent cap is the app's default (RunConfig fills it); "none" asks for no cap at all.
+    cap = (
+        {}
+        if args.max_concurrent is None
+        else {"max_concurrent": None if args.max_concurrent == NO_CAP else args.max_concurrent}
+    )
     return make_config(
         app=args.app,
         seed=args.seed,
@@ -173,7 +185,6 @@ def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> Run
         budget_s=args.budget,
         injection_period_s=args.injection_period,
         observation_period_s=args.observation_period,
-        max_concurrent=args.max_concurrent,
         exclusive_culprits=not args.shared_culprits,
         decoys=args.decoys,
         out=args.out,
@@ -186,6 +197,7 @@ def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> Run
         quiet=args.quiet,
         sandboxed=not args.unsandboxed,
         agent_paths=tuple(args.agent_path),
+        **cap,
     )
 
 
