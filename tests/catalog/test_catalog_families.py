@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.catalog.faults import ConfigFault
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.errors import CatalogError, Problem
 
@@ -58,12 +59,13 @@ def test_a_family_expands_into_one_ordinary_entry_per_row(tmp_path: Path) -> Non
         "ob-currencyservice-memory-limit-below-start",
     ]
     entry = catalog.by_id["ob-currencyservice-memory-limit-below-start"]
+    assert isinstance(entry, ConfigFault)
     assert entry.target == "currencyservice" and entry.culprits == ("currencyservice",)
     assert str(entry.artifact) == "resources:currencyservice/limits/memory"
     assert entry.log.message == "memory limit 16Mi reached during initialisation"
     assert entry.defect == "currencyservice needs more than 16 MiB to initialise."
     assert 'deployment="currencyservice"' in entry.probe.query
-    assert entry.inject.value == "16Mi"  # type: ignore[union-attr]
+    assert entry.inject.value == "16Mi"
     assert catalog.scope(entry) == frozenset({"currencyservice", "frontend"})
     path = str(tmp_path / "fault_catalog" / "online-boutique" / "limits.yaml")
     assert [str(catalog.origin(e)) for e in catalog.entries] == [f"{path}:3", f"{path}:4"]
