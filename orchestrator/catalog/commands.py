@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -87,21 +87,29 @@ def _list(args: argparse.Namespace) -> int:
             entry.id, entry.category.value, entry.mechanism.value, entry.target, entry.artifact, verdict
         )
     console.print(table)
-    categories = Counter(entry.category for entry in catalog.entries)
-    mechanisms = Counter(entry.mechanism for entry in catalog.entries)
-    counts = Table(title="per category", title_justify="left")
-    counts.add_column("category")
-    counts.add_column("entries", justify="right")
-    for category in Category:
-        counts.add_row(category.value, str(categories[category]))
-    console.print(counts)
-    per_mechanism = Table(title="per mechanism", title_justify="left")
-    per_mechanism.add_column("mechanism")
-    per_mechanism.add_column("entries", justify="right")
-    for mechanism in Mechanism:
-        per_mechanism.add_row(mechanism.value, str(mechanisms[mechanism]))
-    console.print(per_mechanism)
+    screened = admission is not None
+    admitted = [
+        entry for entry, verdict in zip(catalog.entries, verdicts, strict=True) if verdict == "admitted"
+    ]
+    console.print(_counts("category", [c.value for c in Category], catalog.entries, admitted, screened))
+    console.print(_counts("mechanism", [m.value for m in Mechanism], catalog.entries, admitted, screened))
     return 0
+
+
+def _counts(
+    key: str, values: list[str], entries: Sequence[Entry], admitted: Sequence[Entry], screened: bool
+) -> Table:
+    """Entries (and, once the app has admission records, admitted entries) per value of ``key``."""
+    every = Counter(str(getattr(entry, key)) for entry in entries)
+    passed = Counter(str(getattr(entry, key)) for entry in admitted)
+    counts = Table(title=f"per {key}", title_justify="left")
+    counts.add_column(key)
+    counts.add_column("entries", justify="right")
+    if screened:
+        counts.add_column("admitted", justify="right")
+    for value in values:
+        counts.add_row(value, str(every[value]), *([str(passed[value])] if screened else []))
+    return counts
 
 
 def _verdict(entry: Entry, records: Mapping[str, AdmissionRecord] | None) -> str:

@@ -1,7 +1,9 @@
 """Load and validate the fault catalog: every file of every app, every problem reported at once.
 
-A catalog file is ``fault_catalog/<app>/<name>.yaml`` holding one mapping ``{faults: [entry, ...]}``; the
-entry format and the cross-checks are described in fault_catalog/README.md.
+A catalog file is ``fault_catalog/<app>/<name>.yaml`` holding one mapping ``{faults: [entry, ...]}`` and/or
+``{families: [family, ...]}`` (a template with one row of parameters per entry, expanded here by
+``orchestrator.catalog.families``); the entry format and the cross-checks are described in
+fault_catalog/README.md.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pydantic import ValidationError
 
 from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names, listed
 from orchestrator.catalog.checks import cross_check, located
+from orchestrator.catalog.families import expand
 from orchestrator.catalog.faults import FAULT_ENTRY, Category, Entry, Mechanism
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Topology, affected_scope, topology_path
@@ -105,13 +108,25 @@ class _Source:
 
 @dataclass(frozen=True)
 class _Placed:
+    """A valid entry and where it is written: ``faults.N``, or ``families.N.template`` expanded by a row
+    (then ``document`` shows the row's values at the template's lines, and ``row`` is the row's index)."""
+
     entry: Entry
     document: Document
-    index: int
+    loc: Loc
+    row: int | None = None
 
     @property
     def origin(self) -> Origin:
-        return Origin(str(self.document.path), self.document.line_of(("faults", self.index)))
+        where = self.loc if self.row is None else (*self.loc[:2], "each", self.row)
+        return Origin(str(self.document.path), self.document.line_of(where))
+
+    def problems(self, found: list[Problem]) -> list[Problem]:
+        """``found`` with the row and the entry's id added to each message when the entry is expanded."""
+        if self.row is None:
+            return found
+        suffix = f" (row {self.row}: {self.entry.id})"
+        return [Problem(p.file, p.line, p.field, p.value, p.message + suffix) for p in found]
 
 
 def load_catalog(
@@ -149,11 +164,11 @@ def _load(
     scopes: dict[str, frozenset[str]] = {}
     for item, source in _with_sources(placed, sources):
         topology = topologies.get((source.app, source.root))
-        problems.extend(_check_app(item, source.app))
+        problems.extend(item.problems(_check_app(item, source.app)))
         if topology is None:
             continue
-        found = cross_check(item.entry, topology, item.document, ("faults", item.index))
-        problems.extend(found)
+        found = cross_check(item.entry, topology, item.document, item.loc)
+        problems.extend(item.problems(found))
         if not found:
             scopes[item.entry.id] = affected_scope(topology, item.entry.target)
     if problems:
@@ -182,13 +197,27 @@ def _read_fast(path: Path) -> list[Document]:
     if isinstance(node, yaml.MappingNode):
         lines[()] = node.start_mark.line + 1
         for key, value in node.value:
-            if (
-                isinstance(key, yaml.ScalarNode)
-                and key.value == "faults"
-                and isinstance(value, yaml.SequenceNode)
-            ):
+            if not isinstance(key, yaml.ScalarNode) or not isinstance(value, yaml.SequenceNode):
+                continue
+            if key.value == "faults":
                 lines.update({("faults", i): item.start_mark.line + 1 for i, item in enumerate(value.value)})
+            elif key.value == "families":
+                for i, family in enumerate(value.value):
+                    lines[("families", i)] = family.start_mark.line + 1
+                    lines.update(_row_lines(family, i))
     return [Document(path=path, data=data, lines=lines)]
+
+
+def _row_lines(family: yaml.Node, index: int) -> dict[Loc, int]:
+    """The line of each row of a family's ``each`` (an expanded entry's origin)."""
+    if not isinstance(family, yaml.MappingNode):
+        return {}
+    for key, value in family.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "each" and isinstance(value, yaml.SequenceNode):
+            return {
+                ("families", index, "each", k): row.start_mark.line + 1 for k, row in enumerate(value.value)
+            }
+    return {}
 
 
 def _sources_of_apps(app: str | None, root: Path) -> list[_Source]:
@@ -225,31 +254,55 @@ def _read_file(
         problems.extend(exc.problems or [Problem(str(source.path), None, "", "", str(exc))])
         return []
     where = str(source.path)
+    shape = "a catalog file is one YAML mapping: {faults: [entry, ...], families: [family, ...]}"
     if len(documents) != 1 or not isinstance(documents[0].data, dict):
-        problems.append(
-            Problem(where, 1, "", "", "a catalog file is one YAML mapping: {faults: [entry, ...]}")
-        )
+        problems.append(Problem(where, 1, "", "", shape))
         return []
     document = documents[0]
-    for key in sorted(set(document.data) - {"faults"}, key=str):
+    for key in sorted(set(document.data) - {"faults", "families"}, key=str):
         problems.append(Problem(where, document.line_of((key,)), str(key), "", "unknown field"))
-    faults = document.data.get("faults")
-    if not isinstance(faults, list) or not faults:
-        line = document.line_of(("faults",))
-        problems.append(Problem(where, line, "faults", "", "a non-empty list of fault entries is required"))
+    faults, families = document.data.get("faults"), document.data.get("families")
+    if faults is None and families is None:
+        problems.append(Problem(where, 1, "faults", "", "a non-empty list of fault entries is required"))
         return []
-    placed = []
-    for index, item in enumerate(faults):
-        try:
-            entry = FAULT_ENTRY.validate_python(item)
-        except ValidationError as exc:
-            problems.extend(_entry_problems(exc, document, index))
-            continue
-        placed.append(_Placed(entry, document, index))
+    placed: list[_Placed] = []
+    for key, items in (("faults", faults), ("families", families)):
+        if items is not None and (not isinstance(items, list) or not items):
+            what = "fault entries" if key == "faults" else "families"
+            problems.append(
+                Problem(where, document.line_of((key,)), key, "", f"a non-empty list of {what} is required")
+            )
+    if isinstance(faults, list):
+        for index, item in enumerate(faults):
+            placed.extend(_validated(item, document, ("faults", index), None, problems))
+    if isinstance(families, list):
+        for index, family in enumerate(families):
+            rows, found = expand(document, index, family)
+            problems.extend(found)
+            for row in rows:
+                placed.extend(_validated(row.data, row.document, row.loc, row.row, problems))
     return placed
 
 
-def _entry_problems(error: ValidationError, document: Document, index: int) -> list[Problem]:
+def _validated(
+    item: object, document: Document, loc: Loc, row: int | None, problems: list[Problem]
+) -> list[_Placed]:
+    """The entry at ``loc`` if it validates, else nothing and its problems added to ``problems``."""
+    try:
+        entry = FAULT_ENTRY.validate_python(item)
+    except ValidationError as exc:
+        found = _entry_problems(exc, document, loc)
+        if row is not None:
+            named = item.get("id") if isinstance(item, dict) else None
+            found = [
+                Problem(p.file, p.line, p.field, p.value, f"{p.message} (row {row}: {named})") for p in found
+            ]
+        problems.extend(found)
+        return []
+    return [_Placed(entry, document, loc, row)]
+
+
+def _entry_problems(error: ValidationError, document: Document, base: Loc) -> list[Problem]:
     """Located problems of one entry, with the union tag pydantic puts first removed from each field."""
     problems = []
     for item in error.errors():
@@ -268,7 +321,7 @@ def _entry_problems(error: ValidationError, document: Document, index: int) -> l
             parts, message = ["mechanism"], "required field is missing (code, config or chaos)"
         elif item["type"] == "union_tag_invalid":
             parts, message = ["mechanism"], "unknown mechanism; expected code, config or chaos"
-        problems.append(located(document, ("faults", index, *parts), message))
+        problems.append(located(document, (*base, *parts), message))
     return problems
 
 
@@ -282,15 +335,16 @@ def _duplicates(placed: list[_Placed]) -> list[Problem]:
             continue
         for item in items:
             others = ", ".join(str(other.origin) for other in items if other is not item)
-            loc: Loc = ("faults", item.index, "id")
-            problems.append(located(item.document, loc, f"duplicate id {catalog_id!r}: also at {others}"))
+            loc: Loc = (*item.loc, "id")
+            found = [located(item.document, loc, f"duplicate id {catalog_id!r}: also at {others}")]
+            problems.extend(item.problems(found))
     return problems
 
 
 def _check_app(item: _Placed, app: str) -> list[Problem]:
     if item.entry.app == app:
         return []
-    loc: Loc = ("faults", item.index, "app")
+    loc: Loc = (*item.loc, "app")
     return [located(item.document, loc, f"does not match the folder the file is in ({app})")]
 
 

@@ -74,7 +74,7 @@ def test_list_shows_every_online_boutique_entry_and_the_counts(capsys: pytest.Ca
     assert len(rows) >= 30
     assert {row[1] for row in rows} == {category.value for category in Category}
     assert {row[2] for row in rows} == {mechanism.value for mechanism in Mechanism}
-    per_category = dict(re.findall(r"^│ ([a-z-]+)\s+│\s+(\d+) │$", out, flags=re.MULTILINE))
+    per_category = dict(re.findall(r"^│ ([a-z-]+)\s+│\s+(\d+) │(?:\s+\d+ │)?$", out, flags=re.MULTILINE))
     assert sum(int(per_category[category.value]) for category in Category) == len(rows)
     assert sum(int(per_category[mechanism.value]) for mechanism in Mechanism) == len(rows)
 
@@ -97,3 +97,24 @@ def test_list_shows_each_entrys_admission_verdict(capsys: pytest.CaptureFixture[
     assert set(verdicts.values()) <= {"admitted", "rejected", "stale", "not screened"}
     admitted = sum(1 for verdict in verdicts.values() if verdict == "admitted")
     assert f"astronomy-shop: {len(verdicts)} entries, {admitted} admitted" in out
+
+
+def test_list_counts_entries_and_admitted_entries_per_category_and_mechanism(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["catalog", "list", "--app", "online-boutique"]) == 0
+    out = capsys.readouterr().out
+    verdicts = dict(re.findall(r"^│ (ob-[a-z0-9-]+)\s+│.*│ ([a-z -]+?)\s+│$", out, flags=re.MULTILINE))
+    rows = dict(
+        (name, (int(entries), int(admitted)))
+        for name, entries, admitted in re.findall(
+            r"^│ ([a-z-]+)\s+│\s+(\d+) │\s+(\d+) │$", out, flags=re.MULTILINE
+        )
+    )
+    categories = [c.value for c in Category]
+    mechanisms = [m.value for m in Mechanism]
+    assert set(rows) == {*categories, *mechanisms}
+    admitted = sum(1 for verdict in verdicts.values() if verdict == "admitted")
+    for names in (categories, mechanisms):
+        assert sum(rows[name][0] for name in names) == len(verdicts)
+        assert sum(rows[name][1] for name in names) == admitted
