@@ -71,6 +71,39 @@ def seed_range(text: str) -> range:
     return range(low, high + 1)
 
 
+def add_load_arguments(parser: argparse.ArgumentParser, *, faults: int) -> None:
+    """``--faults``, ``--max-concurrent`` and ``--published-concurrency``, shared by ``marathon schedule``
+    and ``marathon run``; ``load_from_args`` reads them."""
+    parser.add_argument(
+        "--faults", type=int, default=None,
+        help=f"fault arrivals to draw (default: {faults}, or the app's published_schedule)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-concurrent", type=cap_argument, default=None,
+        help="most faults active at once, or 'none' (default: no limit, or the app's published_schedule)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--published-concurrency", action="store_true",
+        help="arrivals and cap from the app's published_schedule, which reproduce its published concurrency",
+    )  # fmt: skip
+
+
+def load_from_args(args: argparse.Namespace) -> tuple[int, int | None]:
+    """The arrivals and the cap (None: no cap) as the command line asks: what ``--faults`` and
+    ``--max-concurrent`` say, else with ``--published-concurrency`` the app's ``published_schedule``, else
+    the defaults (60 arrivals, no cap)."""
+    from orchestrator.catalog.topologies import published_schedule
+
+    profile = published_schedule(args.app) if args.published_concurrency else None
+    count: int | None = args.faults
+    if count is None:
+        count = profile.fault_count if profile is not None else ScheduleParams.fault_count
+    cap = args.max_concurrent
+    if cap is None:
+        cap = profile.max_concurrent if profile is not None else None
+    return count, None if cap == NO_CAP else cap
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     defaults = ScheduleParams()
     parser = subparsers.add_parser(
@@ -91,13 +124,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="summarise the concurrency of seeds A to B (inclusive) beside the published figures",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print canonical JSON instead of a table")
-    parser.add_argument(
-        "--faults", type=int, default=None, help="arrivals to draw (default: the app's schedule_defaults)"
-    )
-    parser.add_argument(
-        "--max-concurrent", type=cap_argument, default=None,
-        help="cap on simultaneously active faults, or 'none' (default: the app's schedule_defaults)",
-    )  # fmt: skip
+    add_load_arguments(parser, faults=defaults.fault_count)
     parser.add_argument(
         "--injection-period", type=int, default=defaults.injection_period_s, help="seconds of injections"
     )
@@ -118,23 +145,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def params_from_args(args: argparse.Namespace) -> ScheduleParams:
-    """Schedule parameters from the command line, the app's ``schedule_defaults`` where a flag is not given;
-    ``ScheduleError`` names the offending flag and value."""
-    from orchestrator.catalog.topologies import schedule_defaults
-
-    defaults = schedule_defaults(args.app)
-    count, cap = args.faults, args.max_concurrent
-    if count is None:
-        count = defaults.fault_count if defaults is not None else ScheduleParams.fault_count
-    if cap is None:
-        cap = defaults.max_concurrent if defaults is not None else None
+    """Schedule parameters from the command line; ``ScheduleError`` names the offending flag and value."""
+    count, cap = load_from_args(args)
     try:
         return ScheduleParams(
             fault_count=count,
+            max_concurrent=cap,
             injection_period_s=args.injection_period,
             observation_period_s=args.observation_period,
             ramp=args.ramp,
-            max_concurrent=None if cap == NO_CAP else cap,
             exclusive_culprits=not args.shared_culprits,
             decoy_count=args.decoys,
         )

@@ -50,7 +50,7 @@ def bench() -> list[tuple[str, str, str]]:
         assert published is not None
         rows.append(
             (
-                f"{app}: seeds 1-50 active avg / peak"
+                f"{app}: seeds 1-50 active avg / peak, published_schedule"
                 f" ({params.fault_count} arrivals, cap {params.max_concurrent})",
                 f"{summary.average:.2f} / {summary.peak:.1f} ({summary.placed:.1f} placed)",
                 f"published {published.average} / {published.peak} (+-0.5 / +-1)",

@@ -103,11 +103,9 @@ def test_marathon_schedule_prints_the_online_boutique_plan(capsys: pytest.Captur
     catalog = load_catalog("online-boutique")
     scopes, services = decoy_inputs(catalog, load_topology("online-boutique"))
     admitted = admitted_ids("online-boutique")
-    defaults = load_topology("online-boutique").schedule_defaults
-    assert admitted is not None and defaults is not None
+    assert admitted is not None
     schedule = plan_schedule(
         app="online-boutique", entries=[e for e in catalog.entries if e.id in admitted], seed=42,
-        params=ScheduleParams(fault_count=defaults.fault_count, max_concurrent=defaults.max_concurrent),
         scopes=scopes, decoy_services=services,
     )  # fmt: skip
     assert out.startswith(f"schedule {schedule.content_hash[:12]} for online-boutique, seed 42\n")

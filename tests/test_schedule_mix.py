@@ -1,9 +1,13 @@
-"""The schedules a run draws (admitted entries, each app's default parameters) against the published
-design: concurrency comes near the published average and peak."""
+"""The schedules a run draws (admitted entries) against the published design: the injected categories
+follow the production weights, and with each app's published_schedule concurrency comes near the published
+average and peak."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
+from scipy.stats import chisquare
 
 from orchestrator.catalog.admissions import admitted_ids
 from orchestrator.catalog.apps import app_names
@@ -11,20 +15,60 @@ from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.cli import main
-from orchestrator.schedule import ScheduleParams
+from orchestrator.schedule import ScheduleParams, category_weights, plan_schedule
 from orchestrator.schedule_commands import AVERAGE_TOLERANCE, PEAK_TOLERANCE, summarise
+
+SEEDS = 1000
+
+
+def _admitted(app: str) -> list[Entry]:
+    admitted = admitted_ids(app)
+    return [e for e in load_catalog(app).entries if admitted is None or e.id in admitted]
 
 
 def _drawn_from(app: str) -> tuple[list[Entry], ScheduleParams]:
-    admitted = admitted_ids(app)
-    entries = [e for e in load_catalog(app).entries if admitted is None or e.id in admitted]
-    defaults = load_topology(app).schedule_defaults
-    assert defaults is not None, f"{app} has no schedule_defaults"
+    """The entries a run draws from and the app's published_schedule."""
+    entries = _admitted(app)
+    defaults = load_topology(app).published_schedule
+    assert defaults is not None, f"{app} has no published_schedule"
     return entries, ScheduleParams(fault_count=defaults.fault_count, max_concurrent=defaults.max_concurrent)
 
 
+# Online Boutique has 11 culprit services: with ten or so faults active one or two are free, and its
+# authentication entries (one service) and two-ended path entries wait for a free culprit more often than
+# others, so both are under-injected (README, "Concurrency").
+STARVED = {"online-boutique"}
+
+
+@pytest.mark.parametrize(
+    "app",
+    [
+        pytest.param(app, marks=pytest.mark.xfail(strict=True, reason="categories starved by its culprits"))
+        if app in STARVED
+        else app
+        for app in app_names()
+    ],
+)
+def test_the_injected_categories_follow_the_production_weights(app: str) -> None:
+    # The schedules a run injects by default (60 arrivals, no cap).
+    entries, params = _admitted(app), ScheduleParams()
+    injected: Counter[str] = Counter()
+    for seed in range(SEEDS):
+        plan = plan_schedule(app=app, entries=entries, seed=seed, params=params)
+        injected.update(a.category for a in plan.activations)
+    weights = category_weights(e.category for e in entries)
+    total = sum(injected.values())
+    observed = [injected[c] for c in weights]
+    expected = [w * total for w in weights.values()]
+    result = chisquare(observed, expected)
+    assert result.pvalue > 0.01, (
+        f"{app}: injected {dict(zip(map(str, weights), observed, strict=True))} over {SEEDS} seeds, "
+        f"p = {result.pvalue:.3g}"
+    )
+
+
 @pytest.mark.parametrize("app", app_names())
-def test_default_schedules_come_near_the_published_concurrency(app: str) -> None:
+def test_published_schedules_come_near_the_published_concurrency(app: str) -> None:
     entries, params = _drawn_from(app)
     published = load_topology(app).published_concurrency
     assert published is not None
@@ -36,7 +80,7 @@ def test_default_schedules_come_near_the_published_concurrency(app: str) -> None
 def test_marathon_schedule_summarises_seeds_beside_the_published_figures(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["schedule", "--app", "train-ticket", "--seeds", "1-50"]) == 0
+    assert main(["schedule", "--app", "train-ticket", "--seeds", "1-50", "--published-concurrency"]) == 0
     out = capsys.readouterr().out
     entries, params = _drawn_from("train-ticket")
     summary = summarise(app="train-ticket", seeds=range(1, 51), params=params, entries=entries)

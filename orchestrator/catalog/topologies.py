@@ -14,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names, listed
-from orchestrator.catalog.topology import Call, ScheduleDefaults, Topology, topology_path
+from orchestrator.catalog.topology import Call, PublishedSchedule, Topology, topology_path
 from orchestrator.catalog.yamlfile import Document, problems_from, read_documents
 from orchestrator.errors import CatalogError, Problem
 
@@ -118,10 +118,11 @@ def _call_rates(calls: tuple[Call, ...], caller_rate: float) -> Iterator[tuple[s
         yield from _call_rates(call.calls, rate)
 
 
-def schedule_defaults(app: str, *, root: Path | None = None) -> ScheduleDefaults | None:
-    """The app's default fault arrivals and cap (its topology's ``schedule_defaults``), or None for an app
-    without them or without a readable topology (whoever uses the app reports that)."""
+def published_schedule(app: str, *, root: Path | None = None) -> PublishedSchedule | None:
+    """The arrivals and cap that reproduce the app's published concurrency (its topology's
+    ``published_schedule``), or None for an app without them or without a readable topology (whoever uses
+    the app reports that)."""
     try:
-        return load_topology(app, root=root).schedule_defaults
+        return load_topology(app, root=root).published_schedule
     except CatalogError:
         return None

@@ -205,10 +205,10 @@ class PublishedConcurrency(_Strict):
     peak: int = Field(ge=1)
 
 
-class ScheduleDefaults(_Strict):
-    """The app's default fault arrivals and cap on active faults: with them, the concurrency of its plans
-    (seeds 1-50) comes within 0.5 of the published average and 1 of the published peak (README,
-    "Concurrency"). A run or ``marathon schedule`` that sets either uses its own."""
+class PublishedSchedule(_Strict):
+    """Fault arrivals and a cap on active faults with which the app's plans (seeds 1-50) come within 0.5 of
+    the published average concurrency and 1 of its peak (README, "Concurrency"); a run or ``marathon
+    schedule`` uses them with ``--published-concurrency``."""
 
     fault_count: int = Field(ge=0)
     max_concurrent: int | None = Field(default=None, ge=1)
@@ -279,7 +279,7 @@ class Topology(_Strict):
     # The service that serves ``feature_flags`` (its flag file is rendered from them).
     feature_flag_service: str | None = None
     published_concurrency: PublishedConcurrency | None = None
-    schedule_defaults: ScheduleDefaults | None = None
+    published_schedule: PublishedSchedule | None = None
 
     @model_validator(mode="after")
     def _references_resolve(self, info: ValidationInfo) -> Topology:

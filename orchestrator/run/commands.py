@@ -13,7 +13,7 @@ from orchestrator.catalog.apps import app_names
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.run.config import RunConfig, load_agent_config, make_config
 from orchestrator.run.runner import RunResult
-from orchestrator.schedule_commands import NO_CAP, cap_argument, seed_argument
+from orchestrator.schedule_commands import add_load_arguments, load_from_args, seed_argument
 
 HELP = "run a marathon and score it"
 DESCRIPTION = "Inject the seeded fault schedule, invoke the agent every delta seconds, seal and score."
@@ -49,12 +49,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     clock_help = "stepped (default on the twin) or realtime (always on a real cluster)"
     parser.add_argument("--clock", choices=("stepped", "realtime"), default=None, help=clock_help)
     parser.add_argument("--speed", type=float, default=1.0, help="realtime twin: simulated s per wall s")
-    parser.add_argument(
-        "--faults",
-        type=int,
-        default=None,
-        help="fault arrivals to draw (default: the app's schedule_defaults)",
-    )
+    add_load_arguments(parser, faults=defaults["faults"])
     parser.add_argument("--delta", type=int, default=defaults["delta_s"], help="seconds between invocations")
     budget_help = "wall seconds per invocation (default: delta less 10 s, within 1-110 s)"
     parser.add_argument("--budget", type=float, default=None, help=budget_help)
@@ -65,10 +60,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--observation-period", type=int, default=defaults["observation_period_s"],
         help="seconds after the injection period, with no new arrivals",
-    )  # fmt: skip
-    parser.add_argument(
-        "--max-concurrent", type=cap_argument, default=None,
-        help="most faults active at once, or 'none' (default: the app's schedule_defaults)",
     )  # fmt: skip
     parser.add_argument(
         "--shared-culprits",
@@ -165,12 +156,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> RunConfig:
-    # An absent cap is the app's default (RunConfig fills it); "none" asks for no cap at all.
-    cap = (
-        {}
-        if args.max_concurrent is None
-        else {"max_concurrent": None if args.max_concurrent == NO_CAP else args.max_concurrent}
-    )
+    count, cap = load_from_args(args)
     return make_config(
         app=args.app,
         seed=args.seed,
@@ -180,7 +166,8 @@ def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> Run
         backend=args.backend,
         clock=args.clock,
         speed=args.speed,
-        faults=args.faults,
+        faults=count,
+        max_concurrent=cap,
         delta_s=args.delta,
         budget_s=args.budget,
         injection_period_s=args.injection_period,
@@ -197,7 +184,6 @@ def _make_config(args: argparse.Namespace, *, options: dict[str, object]) -> Run
         quiet=args.quiet,
         sandboxed=not args.unsandboxed,
         agent_paths=tuple(args.agent_path),
-        **cap,
     )
 
 

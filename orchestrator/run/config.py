@@ -34,7 +34,6 @@ from pydantic import (
 import orchestrator
 from orchestrator.agents.options import OptionValue, option_problems, plain_value
 from orchestrator.catalog.apps import app_names, listed
-from orchestrator.catalog.topologies import schedule_defaults
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.schedule import ScheduleParams
 
@@ -73,14 +72,14 @@ class RunConfig(BaseModel):
     agent_options: dict[OptionName, AgentOption] = Field(default_factory=dict)
     backend: Literal["twin", "kube"] = "twin"
     clock: Literal["stepped", "realtime"] = "stepped"
-    faults: int = Field(default=ScheduleParams.fault_count, ge=0)  # the app's schedule_defaults when unset
+    faults: int = Field(default=60, ge=0)
     delta_s: int = Field(default=120, ge=1)
     budget_s: float = Field(default=110.0, gt=0)
     injection_period_s: int = Field(default=3600, ge=1)
     observation_period_s: int = Field(default=1800, ge=1)
     min_duration_s: int = Field(default=240, ge=1)
     max_duration_s: int = Field(default=720, ge=1)
-    max_concurrent: int | None = Field(default=None, ge=1)  # the app's when absent; None: no cap
+    max_concurrent: int | None = Field(default=None, ge=1)
     exclusive_culprits: bool = True
     decoys: int = Field(default=12, ge=0)  # harmless changes on services no active fault touches
     out: Path | None = None
@@ -111,7 +110,6 @@ class RunConfig(BaseModel):
         data = dict(data)
         if data.get("clock") is None:
             data["clock"] = "realtime" if data.get("backend") == "kube" else "stepped"
-        _app_schedule_defaults(data)
         delta = data.get("delta_s", 120)
         if data.get("budget_s") is None and isinstance(delta, int | float) and not isinstance(delta, bool):
             data["budget_s"] = min(110.0, max(1.0, float(delta) - 10.0))
@@ -162,21 +160,6 @@ class RunConfig(BaseModel):
             exclusive_culprits=self.exclusive_culprits,
             decoy_count=self.decoys,
         )
-
-
-def _app_schedule_defaults(data: dict[str, Any]) -> None:
-    """Fill ``faults`` when unset (absent or None) and ``max_concurrent`` when absent (None asks for no cap)
-    with the app's ``schedule_defaults`` (manifests/<app>/topology.yaml); an unknown app is left to the
-    field checks."""
-    app = data.get("app")
-    defaults = schedule_defaults(app) if isinstance(app, str) else None
-    if data.get("faults") is None:
-        if defaults is not None:
-            data["faults"] = defaults.fault_count
-        else:
-            data.pop("faults", None)
-    if "max_concurrent" not in data and defaults is not None:
-        data["max_concurrent"] = defaults.max_concurrent
 
 
 def _problems(config: RunConfig) -> list[Problem]:
