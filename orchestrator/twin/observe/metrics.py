@@ -64,6 +64,9 @@ class SpanSeries:
         self.order: list[SpanKey] = []  # the span keys, sorted
         self.keys: list[Key] = []  # their series, one list shared by every scrape until a key appears
         self._rows: list[list[float]] = []
+        self._client: list[tuple[tuple[str, str], list[float]]] = []
+        # The CLIENT rows of each operation, by caller, in the order of ``client_calls``.
+        self.by_op: dict[str, list[tuple[str, list[float]]]] = {}
 
     def values(self, spans: SpanMetrics) -> list[float]:
         """One value per series of ``keys`` (refreshed first when a span key has appeared)."""
@@ -71,6 +74,14 @@ class SpanSeries:
             self.order = sorted(spans.series)
             self._rows = [spans.series[key] for key in self.order]
             self.keys = [series for key in self.order for series in _span_keys(self.namespace, key)]
+            client: dict[tuple[str, str], list[float]] = {}
+            for (service, op, kind, _status), row in zip(self.order, self._rows, strict=True):
+                if kind == CLIENT:
+                    client[(service, op)] = row
+            self._client = list(client.items())
+            self.by_op = {}
+            for (caller, op), row in self._client:
+                self.by_op.setdefault(op, []).append((caller, row))
         found: list[float] = []
         extend = found.extend
         for row in self._rows:
@@ -82,11 +93,7 @@ class SpanSeries:
     def client_calls(self) -> dict[tuple[str, str], float]:
         """Calls per (caller, operation) of the CLIENT span keys as of the last ``values``, in key order; of a
         call's span keys the last in that order (its OK status) gives the count."""
-        return {
-            (service, op): row[0]
-            for (service, op, kind, _status), row in zip(self.order, self._rows, strict=True)
-            if kind == CLIENT
-        }
+        return {pair: row[0] for pair, row in self._client}
 
 
 def _owner(pod: dict[str, Any]) -> tuple[str, str]:
@@ -227,14 +234,12 @@ def datastore_samples(
     model: AppModel,
     namespace: str,
     *,
-    client: dict[tuple[str, str], float],
+    by_op: dict[str, list[tuple[str, list[float]]]],
     ops: dict[str, set[str]],
 ) -> Iterable[Sample]:
-    """Each datastore's exporter series, as the contract's table of exporters lists them per kind; ``client``
-    is ``SpanSeries.client_calls``, ``ops`` the operations called on each datastore (``ops_called``)."""
-    by_op: dict[str, list[tuple[str, float]]] = {}
-    for (caller, op), calls in client.items():
-        by_op.setdefault(op, []).append((caller, calls))
+    """Each datastore's exporter series, as the contract's table of exporters lists them per kind; ``by_op``
+    is ``SpanSeries.by_op`` (the calls of each operation are the first value of its rows), ``ops`` the
+    operations called on each datastore (``ops_called``)."""
     for name, stats in sorted(model.datastores.items()):
         service = model.services[name]
         kind = service.datastore_kind or ""
@@ -246,7 +251,7 @@ def datastore_samples(
             yield gauge.series, _labels(**base), _READINGS[gauge.quantity](stats, kind)
         if exporter.commands is not None:
             for op in sorted(ops.get(name, ())):
-                count = sum(calls for caller, calls in by_op.get(op, ()) if caller != name)
+                count = sum(row[0] for caller, row in by_op.get(op, ()) if caller != name)
                 labels = _labels(**base, cmd=op.split()[0].lower())
                 yield exporter.commands.count, labels, count
                 yield exporter.commands.seconds, labels, count * service.model.base_latency_ms / 1000.0
@@ -294,14 +299,13 @@ class Scraper:
         datastores."""
         model, namespace = self.model, self.namespace
         values = self.spans.values(model.spans)
-        client = self.spans.client_calls()
         rest = [
             *pod_samples(pods, namespace),
             *deployment_samples(deployments, namespace),
             *statefulset_samples(statefulsets, namespace),
             *node_samples(nodes),
             *container_samples(model, namespace),
-            *datastore_samples(model, namespace, client=client, ops=self.ops),
+            *datastore_samples(model, namespace, by_op=self.spans.by_op, ops=self.ops),
         ]
         keys = self.spans.keys + [(name, labels) for name, labels, _ in rest]
         values.extend([value for _, _, value in rest])
