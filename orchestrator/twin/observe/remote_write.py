@@ -20,6 +20,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from orchestrator.errors import TelemetryError
+from orchestrator.twin.observe.alignment import common_run
 from orchestrator.twin.observe.metrics import Key, Labels
 
 HEADERS = {
@@ -104,26 +105,6 @@ def _runs(scrapes: Sequence[Scrape]) -> list[list[Scrape]]:
     return runs
 
 
-def _match(a: Sequence[Key], i: int, b: Sequence[Key], j: int) -> int:
-    """How many series ``a[i:]`` and ``b[j:]`` start with in common (no side effects). Windows of doubling
-    length are compared as slices, then the first difference is bisected: the comparisons run in C and cost
-    little where the lists hold the same key objects."""
-    limit = min(len(a) - i, len(b) - j)
-    lo, step = 0, 1  # a[i : i + lo] == b[j : j + lo]
-    while lo < limit:
-        hi = min(lo + step, limit)
-        if a[i + lo : i + hi] != b[j + lo : j + hi]:
-            while hi - lo > 1:  # the first difference lies in [lo, hi)
-                mid = (lo + hi) // 2
-                if a[i + lo : i + mid] == b[j + lo : j + mid]:
-                    lo = mid
-                else:
-                    hi = mid
-            return lo
-        lo, step = hi, step * 2
-    return lo
-
-
 def _aligned(runs: Sequence[Sequence[Scrape]]) -> tuple[list[Key], list[bytes]]:
     """The series of runs of scrapes, each run listing distinct series, in order of first appearance, and
     the encoded samples of each (no side effects).
@@ -138,7 +119,7 @@ def _aligned(runs: Sequence[Sequence[Scrape]]) -> tuple[list[Key], list[bytes]]:
         column = [b""] * len(series)
         i = j = 0
         while j < len(keys):
-            shared = _match(series, i, keys, j)
+            shared = common_run(series, i, keys, j)
             if shared:
                 column[i : i + shared] = bodies[j : j + shared]
                 i, j = i + shared, j + shared
@@ -217,15 +198,23 @@ class Encoder:
                     found.append(body)
         return [self._label_bytes(key) + b"".join(encoded) for key, encoded in merged.items()]
 
+    def distinct(self, keys: Sequence[Key]) -> None:
+        """Take it that ``keys`` lists no series twice, without checking (its scraper knows)."""
+        self._remember(keys, True)
+
     def _distinct(self, keys: Sequence[Key]) -> bool:
         """Whether no series is listed twice in ``keys``; remembered for the last few lists asked about."""
         found = self._seen.get(id(keys))
         if found is None or found[0] is not keys:
-            found = (keys, len(set(keys)) == len(keys))
-            if len(self._seen) >= 16:
-                self._seen.clear()
-            self._seen[id(keys)] = found
+            return self._remember(keys, len(set(keys)) == len(keys))
         return found[1]
+
+    def _remember(self, keys: Sequence[Key], distinct: bool) -> bool:
+        # By id, with the list itself: an id is only reused once its list is gone, and the entry holds it.
+        if len(self._seen) >= 32:
+            self._seen.clear()
+        self._seen[id(keys)] = (keys, distinct)
+        return distinct
 
     def _labels_of(self, keys: Sequence[Key]) -> list[bytes] | None:
         """The encoded labels of each series of ``keys``, or None when a series is listed twice."""
