@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_remote_writer.proto.remote_pb2 import WriteRequest
 from prometheus_remote_writer.proto.types_pb2 import Label, Sample, TimeSeries
 
@@ -59,3 +61,47 @@ def test_scrapes_of_the_same_series_and_a_scrape_repeating_a_series_encode_as_th
     assert b"".join(Encoder().requests(same, max_series=5000)) == _reference(same)
     repeated: list[Scrape] = [(T0, [keys[0], keys[1], keys[0]], [1.0, 2.0, 3.0])]
     assert b"".join(Encoder().requests(repeated, max_series=5000)) == _reference(repeated)
+
+
+def test_pushes_whose_series_change_part_way_encode_as_the_runtime_writes() -> None:
+    """Runs of scrapes whose lists gain series in the middle, lose some, move one and end with stale ones,
+    as a run with restarting pods and new span keys pushes them."""
+    base = [("m", (("i", f"{i:03d}"),)) for i in range(40)]
+    inserted = base[:10] + [("m", (("i", "new"),)), ("n", ())] + base[10:]
+    dropped = [key for key in inserted if key not in (base[3], base[30])]
+    moved = [*dropped[:5], dropped[20], *dropped[5:20], *dropped[21:], base[3]]
+    lists = [base, base, inserted, dropped, moved, list(moved), base[:2]]
+    scrapes: list[Scrape] = [
+        (T0 + 15_000 * k, keys, [float((i + k) % 3) - 1.0 for i in range(len(keys))])
+        for k, keys in enumerate(lists)
+    ]
+    assert b"".join(Encoder().requests(scrapes, max_series=5000)) == _reference(scrapes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    edits=st.lists(
+        st.lists(st.tuples(st.sampled_from(["add", "drop", "move"]), st.integers(0, 10_000)), max_size=4),
+        min_size=1,
+        max_size=8,
+    ),
+    zeros=st.lists(st.sampled_from([0.0, -0.0, 1.5, STALE_NAN]), min_size=1, max_size=7),
+)
+def test_any_changes_of_series_between_scrapes_encode_as_the_runtime_writes(
+    edits: list[list[tuple[str, int]]], zeros: list[float]
+) -> None:
+    keys = [("m", (("i", str(i)),)) for i in range(12)]
+    fresh = iter(range(100, 10_000))
+    scrapes: list[Scrape] = []
+    for k, changes in enumerate(edits):
+        keys = list(keys)
+        for edit, at in changes:
+            if edit == "add":
+                keys.insert(at % (len(keys) + 1), ("m", (("i", str(next(fresh))),)))
+            elif keys and edit == "drop":
+                del keys[at % len(keys)]
+            elif keys:
+                keys.insert(at // 7 % len(keys), keys.pop(at % len(keys)))
+        values = [zeros[(i + k) % len(zeros)] for i in range(len(keys))]
+        scrapes.append((T0 + 15_000 * k, keys if changes else scrapes[-1][1] if scrapes else keys, values))
+    assert b"".join(Encoder().requests(scrapes, max_series=5000)) == _reference(scrapes)

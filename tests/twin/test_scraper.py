@@ -1,11 +1,14 @@
-"""The twin's scrape keeps its span series between scrapes: what it lists is still the span export's."""
+"""The twin's scrape keeps its span series and the series of unchanged objects between scrapes: what it
+lists is still the span export's and what a fresh scrape lists."""
 
 from __future__ import annotations
 
 from itertools import repeat
 
+from orchestrator.twin.boot import Twin
 from orchestrator.twin.model.spans import CLIENT, SERVER, SpanMetrics
-from orchestrator.twin.observe.metrics import Key, SpanSeries, _span_labels
+from orchestrator.twin.observe.metrics import Key, Scraper, SpanSeries, _span_labels
+from orchestrator.twin.resources import BY_PLURAL
 
 
 def _reference(spans: SpanMetrics, namespace: str) -> tuple[list[Key], list[float]]:
@@ -50,3 +53,27 @@ def test_client_calls_count_each_call_by_its_last_span_key_in_key_order() -> Non
     spans.observe(("cart", "GetCart", SERVER, "STATUS_CODE_UNSET"), 5.0)
     series.values(spans)
     assert series.client_calls() == {("api", "GetCart"): 1.0}
+
+
+def _fresh(twin: Twin) -> tuple[list[Key], list[float]]:
+    """What a scraper that has never scraped before lists for the twin now."""
+    store, namespace = twin.cluster.store, twin.namespace
+    return Scraper(twin.model, namespace).collect(
+        pods=store.list(BY_PLURAL[("", "pods")], namespace),
+        deployments=store.list(BY_PLURAL[("apps", "deployments")], namespace),
+        statefulsets=store.list(BY_PLURAL[("apps", "statefulsets")], namespace),
+        nodes=store.list(BY_PLURAL[("", "nodes")]),
+    )
+
+
+def test_a_scrape_lists_what_a_fresh_scraper_lists_as_pods_and_workloads_change() -> None:
+    twin = Twin("online-boutique", seed=3)
+    twin.advance(120, flush=False)
+    assert twin.series() == _fresh(twin)
+    pod = twin.cluster.store.list(BY_PLURAL[("", "pods")], twin.namespace)[0]
+    twin.cluster.delete_pod(twin.namespace, pod["metadata"]["name"])
+    twin.advance(5, flush=False)
+    assert twin.series() == _fresh(twin)
+    twin.advance(60, flush=False)
+    keys, values = twin.series()
+    assert (keys, values) == _fresh(twin)

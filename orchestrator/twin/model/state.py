@@ -192,7 +192,8 @@ def pod_view(
 
 
 def _matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+    # Item views compare as sets, in C: every pair of the selector is one of the labels.
+    return bool(selector) and selector.items() <= labels.items()
 
 
 class ViewCache:
@@ -200,6 +201,8 @@ class ViewCache:
 
     def __init__(self) -> None:
         self._views: dict[str, tuple[tuple[str, str], PodView]] = {}
+        # The ConfigMaps' and Secrets' data of the last snapshot, by their resourceVersions.
+        self.config: tuple[str, dict[str, Mapping[str, str]], dict[str, Mapping[str, str]]] | None = None
 
     def view(
         self,
@@ -247,16 +250,22 @@ def snapshot(
 
     ``chaos`` may hold Chaos Mesh objects of any namespace: their selectors decide what they touch.
     """
-    cms: dict[str, Mapping[str, str]] = {
-        c["metadata"]["name"]: {k: str(v) for k, v in (c.get("data") or {}).items()} for c in configmaps
-    }
-    secret_data: dict[str, dict[str, str]] = {}
-    for secret in secrets:
-        data = secret.get("data") or {}
-        values = {k: base64.b64decode(v).decode(errors="replace") for k, v in data.items()}
-        values.update({k: str(v) for k, v in (secret.get("stringData") or {}).items()})
-        secret_data[secret["metadata"]["name"]] = values
-    shot = Snapshot(namespace=namespace, now=now, configmaps=cms, secrets=dict(secret_data))
+    version = ",".join(str(o["metadata"].get("resourceVersion", "")) for o in (*configmaps, *secrets))
+    if cache is not None and cache.config is not None and cache.config[0] == version and version:
+        _, cms, secret_data = cache.config  # no ConfigMap or Secret changed: their data are the same
+    else:
+        cms = {
+            c["metadata"]["name"]: {k: str(v) for k, v in (c.get("data") or {}).items()} for c in configmaps
+        }
+        secret_data = {}
+        for secret in secrets:
+            data = secret.get("data") or {}
+            values = {k: base64.b64decode(v).decode(errors="replace") for k, v in data.items()}
+            values.update({k: str(v) for k, v in (secret.get("stringData") or {}).items()})
+            secret_data[secret["metadata"]["name"]] = values
+        if cache is not None:
+            cache.config = (version, cms, secret_data)
+    shot = Snapshot(namespace=namespace, now=now, configmaps=dict(cms), secrets=dict(secret_data))
     selectors: list[tuple[str, dict[str, str]]] = []
     for workload in workloads:
         name = workload["metadata"]["name"]
@@ -268,7 +277,6 @@ def snapshot(
     for name, sel in selectors:
         if sel:
             index.setdefault(min(sel.items()), []).append((name, sel))
-    version = ",".join(str(o["metadata"].get("resourceVersion", "")) for o in (*configmaps, *secrets))
     for pod in pods:
         labels = pod["metadata"].get("labels") or {}
         candidates = (n for item in labels.items() for n, sel in index.get(item, ()) if _matches(sel, labels))

@@ -62,7 +62,7 @@ class PodCtx:
         self.name = self.view.name  # read on every call: a plain attribute, not a property
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     ok: bool
     ms: float
@@ -136,6 +136,8 @@ class StepTraffic:
         """One call (``count`` times in sequence) from ``caller``; spans and logs are recorded."""
         if call.share < 1.0 and self.rng.random() >= call.share:
             return Outcome(True, 0.0)
+        if call.count == 1:
+            return self._once(caller, caller_service, call, start_ms=start_ms, parent=parent, trace=trace)
         total = 0.0
         ok = True
         last = Outcome(True, 0.0)

@@ -64,6 +64,9 @@ class SpanSeries:
         self.order: list[SpanKey] = []  # the span keys, sorted
         self.keys: list[Key] = []  # their series, one list shared by every scrape until a key appears
         self._rows: list[list[float]] = []
+        self._client: list[tuple[tuple[str, str], list[float]]] = []
+        # The CLIENT rows of each operation, by caller, in the order of ``client_calls``.
+        self.by_op: dict[str, list[tuple[str, list[float]]]] = {}
 
     def values(self, spans: SpanMetrics) -> list[float]:
         """One value per series of ``keys`` (refreshed first when a span key has appeared)."""
@@ -71,6 +74,14 @@ class SpanSeries:
             self.order = sorted(spans.series)
             self._rows = [spans.series[key] for key in self.order]
             self.keys = [series for key in self.order for series in _span_keys(self.namespace, key)]
+            client: dict[tuple[str, str], list[float]] = {}
+            for (service, op, kind, _status), row in zip(self.order, self._rows, strict=True):
+                if kind == CLIENT:
+                    client[(service, op)] = row
+            self._client = list(client.items())
+            self.by_op = {}
+            for (caller, op), row in self._client:
+                self.by_op.setdefault(op, []).append((caller, row))
         found: list[float] = []
         extend = found.extend
         for row in self._rows:
@@ -82,11 +93,7 @@ class SpanSeries:
     def client_calls(self) -> dict[tuple[str, str], float]:
         """Calls per (caller, operation) of the CLIENT span keys as of the last ``values``, in key order; of a
         call's span keys the last in that order (its OK status) gives the count."""
-        return {
-            (service, op): row[0]
-            for (service, op, kind, _status), row in zip(self.order, self._rows, strict=True)
-            if kind == CLIENT
-        }
+        return {pair: row[0] for pair, row in self._client}
 
 
 def _owner(pod: dict[str, Any]) -> tuple[str, str]:
@@ -193,16 +200,12 @@ def node_samples(nodes: list[dict[str, Any]]) -> Iterable[Sample]:
                 )
 
 
-def container_samples(model: AppModel, namespace: str) -> Iterable[Sample]:
-    for (pod, container), usage in sorted(model.usage.items()):
-        base = _labels(namespace=namespace, pod=pod, container=container)
-        yield "container_cpu_usage_seconds_total", base, usage.cpu_seconds
-        yield "container_memory_working_set_bytes", base, usage.working_set
-        if usage.memory_limit is not None:
-            yield "container_spec_memory_limit_bytes", base, usage.memory_limit
-        if usage.periods:
-            yield "container_cpu_cfs_periods_total", base, usage.periods
-            yield "container_cpu_cfs_throttled_periods_total", base, usage.throttled_periods
+_CPU = "container_cpu_usage_seconds_total"
+_WORKING_SET = "container_memory_working_set_bytes"
+_LIMIT = "container_spec_memory_limit_bytes"
+_PERIODS = "container_cpu_cfs_periods_total"
+_THROTTLED = "container_cpu_cfs_throttled_periods_total"
+MAX_CACHED_CONTAINERS = 4096
 
 
 def _walk(calls: tuple[Call, ...]) -> Iterable[Call]:
@@ -227,14 +230,12 @@ def datastore_samples(
     model: AppModel,
     namespace: str,
     *,
-    client: dict[tuple[str, str], float],
+    by_op: dict[str, list[tuple[str, list[float]]]],
     ops: dict[str, set[str]],
 ) -> Iterable[Sample]:
-    """Each datastore's exporter series, as the contract's table of exporters lists them per kind; ``client``
-    is ``SpanSeries.client_calls``, ``ops`` the operations called on each datastore (``ops_called``)."""
-    by_op: dict[str, list[tuple[str, float]]] = {}
-    for (caller, op), calls in client.items():
-        by_op.setdefault(op, []).append((caller, calls))
+    """Each datastore's exporter series, as the contract's table of exporters lists them per kind; ``by_op``
+    is ``SpanSeries.by_op`` (the calls of each operation are the first value of its rows), ``ops`` the
+    operations called on each datastore (``ops_called``)."""
     for name, stats in sorted(model.datastores.items()):
         service = model.services[name]
         kind = service.datastore_kind or ""
@@ -246,7 +247,7 @@ def datastore_samples(
             yield gauge.series, _labels(**base), _READINGS[gauge.quantity](stats, kind)
         if exporter.commands is not None:
             for op in sorted(ops.get(name, ())):
-                count = sum(calls for caller, calls in by_op.get(op, ()) if caller != name)
+                count = sum(row[0] for caller, row in by_op.get(op, ()) if caller != name)
                 labels = _labels(**base, cmd=op.split()[0].lower())
                 yield exporter.commands.count, labels, count
                 yield exporter.commands.seconds, labels, count * service.model.base_latency_ms / 1000.0
@@ -273,14 +274,18 @@ def _backlog_samples(backlog: Backlog, base: dict[str, str], stats: DatastoreSta
 
 class Scraper:
     """The series of one twin's namespace at each scrape, as a column of keys and one of values. What stays
-    the same from one scrape to the next (the span series, the operations called on each datastore) is
-    worked out once; every value is read afresh."""
+    the same from one scrape to the next (the span series, the operations called on each datastore, the
+    series of an object whose resourceVersion has not moved) is worked out once; every value the model
+    holds is read afresh."""
 
     def __init__(self, model: AppModel, namespace: str) -> None:
         self.model = model
         self.namespace = namespace
         self.spans = SpanSeries(namespace)
         self.ops = ops_called(model.topology)
+        # Per object kind: uid -> (resourceVersion, its keys, its values) as of the last scrape.
+        self._objects: dict[str, dict[str, tuple[str, list[Key], list[float]]]] = {}
+        self._containers: dict[tuple[str, str, bool, bool], list[Key]] = {}
 
     def collect(
         self,
@@ -294,15 +299,66 @@ class Scraper:
         datastores."""
         model, namespace = self.model, self.namespace
         values = self.spans.values(model.spans)
-        client = self.spans.client_calls()
-        rest = [
-            *pod_samples(pods, namespace),
-            *deployment_samples(deployments, namespace),
-            *statefulset_samples(statefulsets, namespace),
-            *node_samples(nodes),
-            *container_samples(model, namespace),
-            *datastore_samples(model, namespace, client=client, ops=self.ops),
-        ]
-        keys = self.spans.keys + [(name, labels) for name, labels, _ in rest]
-        values.extend([value for _, _, value in rest])
+        keys = list(self.spans.keys)
+        for kind, objects, samples in (
+            ("pods", pods, lambda obj: pod_samples([obj], namespace)),
+            ("deployments", deployments, lambda obj: deployment_samples([obj], namespace)),
+            ("statefulsets", statefulsets, lambda obj: statefulset_samples([obj], namespace)),
+            ("nodes", nodes, lambda obj: node_samples([obj])),
+        ):
+            self._object_series(kind, objects, samples, keys, values)
+        self._container_series(keys, values)
+        for name, labels, value in datastore_samples(model, namespace, by_op=self.spans.by_op, ops=self.ops):
+            keys.append((name, labels))
+            values.append(value)
         return keys, values
+
+    def _object_series(
+        self,
+        kind: str,
+        objects: list[dict[str, Any]],
+        samples: Callable[[dict[str, Any]], Iterable[Sample]],
+        keys: list[Key],
+        values: list[float],
+    ) -> None:
+        """Append the series of ``objects``, each worked out anew only when its resourceVersion moved: they
+        are read from the object alone."""
+        last = self._objects.get(kind, {})
+        kept: dict[str, tuple[str, list[Key], list[float]]] = {}
+        for obj in objects:
+            meta = obj["metadata"]
+            uid, version = str(meta.get("uid", meta["name"])), str(meta.get("resourceVersion", ""))
+            found = last.get(uid)
+            if found is None or found[0] != version or not version:
+                listed = list(samples(obj))
+                found = (version, [(name, labels) for name, labels, _ in listed], [v for _, _, v in listed])
+            kept[uid] = found
+            keys.extend(found[1])
+            values.extend(found[2])
+        self._objects[kind] = kept
+
+    def _container_series(self, keys: list[Key], values: list[float]) -> None:
+        """Append the cAdvisor series of every running container (CPU, working set, and the memory limit and
+        CFS periods where it has them), their keys kept from one scrape to the next."""
+        namespace = self.namespace
+        cached = self._containers
+        if len(cached) > MAX_CACHED_CONTAINERS:
+            cached.clear()  # containers of deleted pods leave their keys behind; start afresh now and then
+        for (pod, container), usage in sorted(self.model.usage.items()):
+            limit, periods = usage.memory_limit, bool(usage.periods)
+            found = cached.get((pod, container, limit is not None, periods))
+            if found is None:
+                base = _labels(namespace=namespace, pod=pod, container=container)
+                names = [_CPU, _WORKING_SET]
+                names += [_LIMIT] if limit is not None else []
+                names += [_PERIODS, _THROTTLED] if periods else []
+                found = [(name, base) for name in names]
+                cached[(pod, container, limit is not None, periods)] = found
+            keys.extend(found)
+            values.append(usage.cpu_seconds)
+            values.append(usage.working_set)
+            if limit is not None:
+                values.append(limit)
+            if periods:
+                values.append(usage.periods)
+                values.append(usage.throttled_periods)

@@ -10,9 +10,9 @@ marathon's telemetry costs.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
-from itertools import chain, repeat
+from itertools import chain, compress, repeat, starmap
 
 import cramjam
 import requests
@@ -20,6 +20,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from orchestrator.errors import TelemetryError
+from orchestrator.twin.observe.alignment import common_run
 from orchestrator.twin.observe.metrics import Key, Labels
 
 HEADERS = {
@@ -56,23 +57,41 @@ def _text(tag: int, text: str) -> bytes:
     return _field(tag, text.encode()) if text else b""
 
 
+@lru_cache(maxsize=65536)
+def _label(key: str, value: str) -> bytes:
+    """One encoded ``Label`` field; a run repeats few distinct pairs over many series."""
+    return _field(0x0A, _text(0x0A, key) + _text(0x12, value))
+
+
 def label_bytes(name: str, labels: Labels) -> bytes:
     """The encoded ``labels`` field of one TimeSeries: ``__name__`` first, then ``labels`` as given."""
-    return b"".join(
-        _field(0x0A, _text(0x0A, key) + _text(0x12, value)) for key, value in (("__name__", name), *labels)
-    )
+    return _label("__name__", name) + b"".join(starmap(_label, labels))
+
+
+@lru_cache(maxsize=64)
+def _split(count: int, size: int) -> Callable[[bytes], tuple[bytes, ...]]:
+    """Cuts a buffer into ``count`` pieces of ``size`` bytes, in C."""
+    return struct.Struct(f"{size}s" * count).unpack
 
 
 def _samples(ts: int, values: Sequence[float]) -> list[bytes]:
-    """The encoded ``samples`` field of each value at timestamp ``ts`` (no side effects)."""
+    """The encoded ``samples`` field of each value at timestamp ``ts`` (no side effects).
+
+    Every sample but a zero one is the same prefix, the value's 8 bytes and the same timestamp: they are
+    written as one buffer by a join and cut apart, and only the zero values are replaced one by one."""
     stamp = b"\x10" + varint(ts)
     with_value = b"\x12" + bytes((9 + len(stamp),)) + b"\x09"
     zero = b"\x12" + bytes((len(stamp),)) + stamp
-    packed = struct.pack(f"<{len(values)}d", *values)
-    return [
-        zero if raw == _ZERO else with_value + raw + stamp
-        for raw in (packed[i : i + 8] for i in range(0, len(packed), 8))
-    ]
+    count = len(values)
+    if not count:
+        return []
+    raws = _split(count, 8)(struct.pack(f"<{count}d", *values))
+    joined = with_value + (stamp + with_value).join(raws) + stamp
+    encoded = list(_split(count, len(with_value) + 8 + len(stamp))(joined))
+    for i in compress(range(count), map((0.0).__eq__, values)):  # +0.0 and -0.0; only +0.0 is all zero
+        if raws[i] == _ZERO:
+            encoded[i] = zero
+    return encoded
 
 
 def _runs(scrapes: Sequence[Scrape]) -> list[list[Scrape]]:
@@ -86,12 +105,48 @@ def _runs(scrapes: Sequence[Scrape]) -> list[list[Scrape]]:
     return runs
 
 
+def _aligned(runs: Sequence[Sequence[Scrape]]) -> tuple[list[Key], list[bytes]]:
+    """The series of runs of scrapes, each run listing distinct series, in order of first appearance, and
+    the encoded samples of each (no side effects).
+
+    Each run's list is walked against the series seen so far: stretches they share are copied a slice at a
+    time, and only where they part is a series looked up by key (a series gone, one come, one moved)."""
+    series: list[Key] = list(runs[0][0][1])
+    columns = [_bodies(runs[0])]
+    index: dict[Key, int] | None = None
+    for run in runs[1:]:
+        keys, bodies = run[0][1], _bodies(run)
+        column = [b""] * len(series)
+        i = j = 0
+        while j < len(keys):
+            shared = common_run(series, i, keys, j)
+            if shared:
+                column[i : i + shared] = bodies[j : j + shared]
+                i, j = i + shared, j + shared
+                continue
+            if index is None:
+                index = dict(zip(series, range(len(series)), strict=True))
+            key = keys[j]
+            found = index.get(key)
+            if found is None:
+                found = index[key] = len(series)
+                series.append(key)
+                column.append(bodies[j])
+            else:
+                column[found] = bodies[j]
+            i, j = found + 1, j + 1
+        columns.append(column)
+    for column in columns:
+        column.extend(repeat(b"", len(series) - len(column)))
+    return series, list(map(b"".join, zip(*columns, strict=True)))
+
+
 def _bodies(run: Sequence[Scrape]) -> list[bytes]:
     """The encoded samples of each series of scrapes that share one list of series (no side effects)."""
     columns = [_samples(ts, values) for ts, _, values in run]
     if len(columns) == 1:
         return columns[0]
-    return [b"".join(row) for row in zip(*columns, strict=True)]
+    return list(map(b"".join, zip(*columns, strict=True)))
 
 
 class Encoder:
@@ -102,22 +157,32 @@ class Encoder:
     def __init__(self) -> None:
         self._labels: dict[Key, bytes] = {}
         self._last: tuple[Sequence[Key], list[bytes] | None] = ((), [])
+        self._seen: dict[int, tuple[Sequence[Key], bool]] = {}
 
     def timeseries(self, scrapes: Sequence[Scrape]) -> list[bytes]:
         """One encoded TimeSeries (without its field header) per series, in order of first appearance, its
         samples in time order (no side effects beyond the label caches).
 
         Consecutive scrapes of one list of series are encoded a scrape at a time instead of a sample at a
-        time; only where the list changes are series matched by key."""
+        time; where the list changes, the runs of scrapes are aligned by ``_aligned``, unless a list repeats
+        a series (then its samples are matched by key one by one)."""
         runs = _runs(scrapes)
         if len(runs) == 1:
             labels = self._labels_of(runs[0][0][1])
             if labels is not None:
-                return [head + body for head, body in zip(labels, _bodies(runs[0]), strict=True)]
+                return list(map(bytes.__add__, labels, _bodies(runs[0])))
+        if not all(self._distinct(run[0][1]) for run in runs):
+            return self._by_key(runs)
+        series, bodies = _aligned(runs)
+        return list(map(bytes.__add__, map(self._label_bytes, series), bodies))
+
+    def _by_key(self, runs: Sequence[Sequence[Scrape]]) -> list[bytes]:
+        """``timeseries`` of runs of scrapes matched by key: a run is encoded a scrape at a time when its
+        series are distinct, else a sample at a time (no side effects beyond the label caches)."""
         merged: dict[Key, list[bytes]] = {}
         for run in runs:
             keys = run[0][1]
-            if self._labels_of(keys) is not None:
+            if self._distinct(keys):
                 parts: Iterable[tuple[Key, bytes]] = zip(keys, _bodies(run), strict=True)
             else:  # a scrape that repeats a series: its samples go one by one
                 parts = (
@@ -133,11 +198,29 @@ class Encoder:
                     found.append(body)
         return [self._label_bytes(key) + b"".join(encoded) for key, encoded in merged.items()]
 
+    def distinct(self, keys: Sequence[Key]) -> None:
+        """Take it that ``keys`` lists no series twice, without checking (its scraper knows)."""
+        self._remember(keys, True)
+
+    def _distinct(self, keys: Sequence[Key]) -> bool:
+        """Whether no series is listed twice in ``keys``; remembered for the last few lists asked about."""
+        found = self._seen.get(id(keys))
+        if found is None or found[0] is not keys:
+            return self._remember(keys, len(set(keys)) == len(keys))
+        return found[1]
+
+    def _remember(self, keys: Sequence[Key], distinct: bool) -> bool:
+        # By id, with the list itself: an id is only reused once its list is gone, and the entry holds it.
+        if len(self._seen) >= 32:
+            self._seen.clear()
+        self._seen[id(keys)] = (keys, distinct)
+        return distinct
+
     def _labels_of(self, keys: Sequence[Key]) -> list[bytes] | None:
         """The encoded labels of each series of ``keys``, or None when a series is listed twice."""
         last, labels = self._last
         if keys is not last:
-            labels = [self._label_bytes(key) for key in keys] if len(set(keys)) == len(keys) else None
+            labels = list(map(self._label_bytes, keys)) if self._distinct(keys) else None
             self._last = (keys, labels)
         return labels
 

@@ -16,9 +16,10 @@ import struct
 import threading
 from collections.abc import Iterable
 from functools import lru_cache
-from itertools import starmap
+from itertools import chain, starmap
 
 from orchestrator.errors import TelemetryError
+from orchestrator.twin.observe.alignment import align
 from orchestrator.twin.observe.metrics import Key, Labels, Sample
 from orchestrator.twin.observe.remote_write import Encoder, RemoteWriteClient
 from orchestrator.twin.timefmt import epoch_s
@@ -58,7 +59,8 @@ class Telemetry:
         self._digest = hashlib.sha256()
         self._scrapes: list[tuple[int, list[Key], list[float]]] = []
         self._last_keys: list[Key] = []
-        self._last_set: set[Key] = set()
+        self._last_names: list[str] = []  # the exposition name of each of ``_last_keys``
+        self._last_distinct = True  # whether ``_last_keys`` lists every series once
         self._writer: RemoteWriteClient | None = None
         self._encoder = Encoder()
         self._queue: queue.Queue[list[tuple[int, list[Key], list[float]]] | None] | None = None
@@ -86,12 +88,13 @@ class Telemetry:
         if keys == self._last_keys:
             keys = self._last_keys  # one list for every scrape of the same series: the encoder sees so
         else:
-            current = set(keys)
-            gone = sorted(self._last_set - current)
-            self._last_keys, self._last_set = (list(keys) if gone else keys), current
+            gone, names = self._changed(keys)
+            self._last_keys, self._last_names = (list(keys) if gone else keys), names
             keys.extend(gone)
             values.extend(STALE_NAN for _ in gone)
-            self._digest.update("\n".join(starmap(_series, keys)).encode())
+            if self._last_distinct:
+                self._encoder.distinct(keys)
+            self._digest.update("\n".join(chain(names, starmap(_series, gone))).encode())
         self._digest.update(struct.pack(f"<q{len(values)}d", ts, *values))
         self._scrapes.append((ts, keys, values))
         if self.keep_samples:
@@ -101,6 +104,26 @@ class Telemetry:
         self.scrapes += 1
         if len(self._scrapes) >= SCRAPES_PER_PUSH:
             self._hand_over()
+
+    def _changed(self, keys: list[Key]) -> tuple[list[Key], list[str]]:
+        """The series of the last scrape that ``keys`` no longer lists, sorted, and the exposition name of
+        each of ``keys`` (no side effects beyond what is remembered of the lists). Aligned with the last
+        list, the names of the stretches both share are copied and only the series that came are named; a
+        list that repeats a series is compared as sets instead."""
+        last = self._last_keys
+        found = align(last, keys) if self._last_distinct else None
+        if found is None:
+            current = set(keys)
+            self._last_distinct = len(current) == len(keys)
+            return sorted(set(last) - current), list(starmap(_series, keys))
+        names: list[str] = []
+        for start, origin, length in found.stretches:
+            if origin < 0:
+                names.extend(starmap(_series, keys[start : start + length]))
+            else:
+                names.extend(self._last_names[origin : origin + length])
+        self._last_distinct = True
+        return sorted(last[at] for at in found.uncovered), names
 
     def flush(self) -> None:
         """Push everything scraped so far and wait until Prometheus has it; without a URL, drop it."""
