@@ -145,13 +145,16 @@ class SteppedTwinWorld(TwinWorld):
         return None  # the runner moves the twin; there is no clock to start
 
     def advance_to(self, t_s: float, *, stop: threading.Event) -> float:
-        """Move the world to ``t_s`` (not back: injections may have settled it past)."""
-        if t_s > self.now_s():
-            self.running.advance(t_s - self.now_s())
+        """Move the world to ``t_s`` (not back: injections may have settled it past), with every series so
+        far in Prometheus: what is read next may read them."""
+        self.running.advance(max(0.0, t_s - self.now_s()))
         return self.now_s()
 
     def catch_up(self, t_s: float, *, stop: threading.Event) -> None:
-        self.advance_to(t_s, stop=stop)
+        """Move the world to ``t_s`` without waiting for Prometheus: after an invocation only the cluster
+        is read until the next ``advance_to``, which waits for the series of both moves at once."""
+        if t_s > self.now_s():
+            self.running.advance(t_s - self.now_s(), flush=False)
 
     def settle(self) -> None:
         self.running.advance(STEP_SECONDS)
