@@ -204,6 +204,7 @@ class Session:
         live = self._live()
         if reason != "error":
             try:
+                self._advance(self.world.now_s())  # every series so far in Prometheus
                 self.recorder.observe(live, until=self.world.now_s())
             except Exception as exc:  # the last observations are a nicety; the reverts and the end are not
                 self.events.handle(Failed(operation="observation", error=str(exc)))
@@ -272,6 +273,7 @@ class Session:
             protocol["OPENAI_API_KEY"] = self.endpoints.model.open_invocation(n)
         if self.config.agent_name == ORACLE:
             protocol["MARATHON_ORACLE_TRUTH"] = self._seen(self.truth_path)
+        self._advance(self.world.now_s())  # what the agent's tools read: every series so far
         start_s = self.world.now_s()
         try:
             with self._phase("agent"):

@@ -157,7 +157,9 @@ class SteppedTwinWorld(TwinWorld):
             self.running.advance(t_s - self.now_s(), flush=False)
 
     def settle(self) -> None:
-        self.running.advance(STEP_SECONDS)
+        """One step for an injection or a revert waiting on the cluster, which is all it reads: the series
+        wait for the next ``advance_to``."""
+        self.running.advance(STEP_SECONDS, flush=False)
 
 
 @dataclass
