@@ -270,7 +270,7 @@ def render_table(
     return "\n".join(lines)
 
 
-AVERAGE_TOLERANCE = 0.5  # how near the published average and peak a default schedule comes (README,
+AVERAGE_TOLERANCE = 0.5  # how near the published average and peak a published_schedule comes (README,
 PEAK_TOLERANCE = 1.0  # "Concurrency")
 
 
