@@ -34,11 +34,10 @@ WARMUP_LIMIT_S = 1800.0
 class World(Protocol):
     kubeconfig: Path
     prometheus: PrometheusServer
-    # Whether the world's clock runs while the agent does (a realtime twin, a real cluster): the runner
-    # then applies the changes that fall due meanwhile beside the agent.
-
     @property
-    def moves_by_itself(self) -> bool: ...
+    def moves_by_itself(self) -> bool:
+        """Whether the world's clock runs while the agent does (a realtime twin, a real cluster): the runner
+        then applies the changes that fall due meanwhile beside the agent."""
 
     @property
     def origin_epoch_s(self) -> float:
