@@ -236,12 +236,21 @@ AUTH_DETAILS: dict[str, str] = {
     "valkey": "WRONGPASS invalid username-password pair or user is disabled.",
     "valkey-password": "ERR AUTH <password> called without any password configured for the default user. "
     "Are you sure your configuration is correct?",
+    "redis-noauth": "NOAUTH Authentication required.",
+    "valkey-noauth": "NOAUTH Authentication required.",
     "mysql": "Access denied for user (using password: YES)",
     "postgresql": "FATAL: password authentication failed for user",
     "mongodb": "Authentication failed.",
     "rabbitmq": "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN",
     "kafka": "SaslAuthenticationException: Authentication failed: Invalid username or password",
     "nacos": "user not found!",
+}
+
+# How a client library words a server's refusal when it does not pass the reply on as it came: a
+# StackExchange.Redis connection that never sent AUTH reports the NOAUTH reply in its own words.
+CLIENT_AUTH_DETAILS: dict[tuple[str, str], str] = {
+    ("dotnet", "redis-noauth"): "NOAUTH Returned - connection has not yet authenticated",
+    ("dotnet", "valkey-noauth"): "NOAUTH Returned - connection has not yet authenticated",
 }
 
 # The HTTP status a failed HTTP call carries for each gRPC-style status code of the model.
@@ -333,7 +342,10 @@ def render(
     values = dict(fill.__dict__)
     values["context"] = fill.context or f"failed to call {fill.op}"
     values["code_upper"] = fill.code.upper()
-    values["auth_detail"] = AUTH_DETAILS.get(auth_variant or datastore_kind or "", "authentication failed")
+    reply = auth_variant or datastore_kind or ""
+    values["auth_detail"] = CLIENT_AUTH_DETAILS.get(
+        (family, reply), AUTH_DETAILS.get(reply, "authentication failed")
+    )
     text = template(family, cause, datastore_kind=datastore_kind).format(**values)
     if fill.context and family != "go" and cause in _CALL_CAUSES:
         return f"{fill.context}: {text}"

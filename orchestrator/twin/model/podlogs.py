@@ -120,8 +120,8 @@ class PodLogger:
             host, port, ip = reach.host, reach.port, reach.ip
             callee = self.services.get(self.topology_hosts.get(host, host))
             callee_kind = callee.datastore_kind if callee is not None else None
-            if cause == "auth_failed" and callee_kind in ("redis", "valkey") and "user=" not in reach.detail:
-                auth_variant = f"{callee_kind}-password"
+            if cause == "auth_failed":
+                auth_variant = reach.auth_reply
         text = f"{op} failed: {detail or 'internal error'}"
         if cause == "upstream_error" and messages.is_http(op):
             cause = "http_error"

@@ -29,6 +29,8 @@ class ContainerSpec:
     ports: Mapping[str, int]  # port name (or str(number)) -> number
     readiness_port: str | None  # as written: a number or a port name
     liveness_port: str | None
+    command: tuple[str, ...] = ()  # as written in the pod spec; empty: the image's entrypoint
+    args: tuple[str, ...] = ()  # as written; empty: the image's default command
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,8 @@ def container_spec(
         ports=ports,
         readiness_port=_probe_port(container.get("readinessProbe")),
         liveness_port=_probe_port(container.get("livenessProbe")),
+        command=tuple(str(part) for part in container.get("command") or ()),
+        args=tuple(str(part) for part in container.get("args") or ()),
     )
 
 

@@ -2,7 +2,8 @@
 
 Every answer here comes from the objects in the snapshot compared with the topology: the address a
 caller's env var names against the callee's Service, the credential env against the datastore's expected
-value, a required env var against emptiness, the image against the registry, the probe port against the
+value, a Redis or Valkey server's own authentication settings against the credentials its client's address
+carries, a required env var against emptiness, the image against the registry, the probe port against the
 container's ports, the memory limit against the working set.
 """
 
@@ -12,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from orchestrator.catalog.topology import Service, ServiceKind, Topology, parse_address
+from orchestrator.twin.model import redis_auth
 from orchestrator.twin.model.chaos import Effects
 from orchestrator.twin.model.registry import Build, ImageRegistry
 from orchestrator.twin.model.state import ContainerSpec, PodView, Snapshot, endpoints
@@ -29,6 +31,8 @@ class Reach:
     ip: str
     env_var: str | None = None
     detail: str = ""  # for auth_failed: the value the caller presents
+    # for auth_failed: the key of the server's reply in ``messages.AUTH_DETAILS``, when the model knows it
+    auth_reply: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,11 +134,13 @@ def reach(
     host, port = callee, ""
     var: str | None = None
     wrong_secret = False
+    presented = ""  # the address value the caller dials with, credentials and all
     if found is not None:
         var, expected = found
         host, port = _host_port(expected) or (callee, "")
         spec = caller_pod.container(caller.container_name) if caller_pod is not None else None
         actual = spec.env.get(var) if spec is not None else expected
+        presented = actual if actual is not None else expected
         if actual is not None and actual != expected:
             parsed = _host_port(actual)
             if parsed is None:
@@ -163,13 +169,33 @@ def reach(
         return Reach("connection_refused", host, port, ip, var)
     callee_service = index.services[callee]
     if caller_pod is not None and callee_service.kind in (ServiceKind.DATASTORE, ServiceKind.QUEUE):
-        if wrong_secret:
-            return Reach("auth_failed", host, port, ip, var, detail=actual or "")
+        kind = callee_service.datastore_kind
+        if kind in ("redis", "valkey"):
+            reply = _redis_refusal(callee_service, pods, kind, presented)
+            if reply is not None:
+                return Reach("auth_failed", host, port, ip, var, detail=presented, auth_reply=reply)
+        elif wrong_secret:
+            return Reach("auth_failed", host, port, ip, var, detail=presented)
         spec = caller_pod.container(caller.container_name)
         for cred, expected in sorted(caller.credential_env.items()):
             if spec is not None and spec.env.get(cred) != expected:
                 return Reach("auth_failed", host, port, ip, cred)
     return Reach(None, host, port, ip, var)
+
+
+def _redis_refusal(server: Service, pods: list[PodView], kind: str, presented: str) -> str | None:
+    """The ``AUTH_DETAILS`` key of the reply with which the server's pods refuse ``presented``, or None when
+    one of them logs the client in (a client's connection lands on any endpoint)."""
+    credentials = redis_auth.credentials(presented)
+    replies: list[str] = []
+    for pod in pods:
+        spec = pod.container(server.container_name)
+        users = redis_auth.server_users(redis_auth.server_argv(spec, kind)) if spec is not None else None
+        refused = redis_auth.refusal(users or {"default": redis_auth.OPEN_DEFAULT}, credentials)
+        if refused is None:
+            return None
+        replies.append(kind if refused == "wrongpass" else f"{kind}-{refused}")
+    return replies[0] if replies else None
 
 
 def required_vars(service: Service) -> tuple[str, ...]:
