@@ -112,6 +112,8 @@ def _expected_artifacts(entry: Entry) -> list[Artifact] | None:
         return [Artifact("config", f"{owner}/env/{rest}"), Artifact("credentials", f"{owner}/env/{rest}")]
     if head == "port":
         return [Artifact("config", f"{owner}/port/{rest}")]
+    if head == "args":
+        return [Artifact("config", f"{owner}/args"), Artifact("credentials", f"{owner}/args")]
     if head == "resources":
         return [Artifact("resources", f"{owner}/{rest}")]
     if head == "replicas":

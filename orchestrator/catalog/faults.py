@@ -179,7 +179,7 @@ class CodeInject(_Strict):
 
 CONFIG_FIELD = (
     r"^(env/[A-Za-z_][A-Za-z0-9_]*|resources/(requests|limits)/(cpu|memory)|replicas"
-    r"|probe/(readiness|liveness)/(port|path)|port/[a-z0-9-]+|image|targetPort|flags/[A-Za-z0-9_-]+)$"
+    r"|probe/(readiness|liveness)/(port|path)|port/[a-z0-9-]+|image|args|targetPort|flags/[A-Za-z0-9_-]+)$"
 )
 
 
@@ -192,9 +192,10 @@ class ConfigInject(_Strict):
 
     ``field`` paths: ``env/NAME``, ``resources/limits/memory`` (requests|limits, cpu|memory), ``replicas``,
     ``probe/readiness/port`` (readiness|liveness, port|path), ``port/NAME`` (container port),
-    ``image`` (an image that no registry holds), ``targetPort`` (Service), ``flags/NAME`` (feature flag
-    ConfigMap). ``value: null`` clears the field. A pod template's fields belong to the target's workload,
-    ``deployment`` or ``statefulset`` as the topology runs it.
+    ``image`` (an image that no registry holds), ``args`` (the container's arguments, written as one string
+    of words separated by spaces), ``targetPort`` (Service), ``flags/NAME`` (feature flag ConfigMap).
+    ``value: null`` clears the field. A pod template's fields belong to the target's workload, ``deployment``
+    or ``statefulset`` as the topology runs it.
     """
 
     object: Literal["deployment", "statefulset", "service", "configmap"] = "deployment"

@@ -90,6 +90,8 @@ def read_field(obj: Json, *, field: str, container: str | None = None) -> Value:
     if field == "image":
         image: Value = spec["image"]
         return image
+    if field == "args":
+        return " ".join(str(word) for word in spec.get("args") or ()) or None
     raise InjectionError(f"unsupported config field {field!r} on a {kind}")
 
 
@@ -147,6 +149,9 @@ def field_patch(obj: Json, *, field: str, value: Value, container: str | None = 
         )
     elif field == "image":
         change = {"image": value}
+    elif field == "args":
+        # A list of words is replaced whole; null removes it, so the image's default command runs again.
+        change = {"args": str(value).split() if value is not None else None}
     else:
         raise InjectionError(f"unsupported config field {field!r} on a {kind}")
     return Patch("strategic", {"spec": {"template": {"spec": {"containers": [{"name": name, **change}]}}}})

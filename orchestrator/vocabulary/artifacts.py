@@ -36,8 +36,8 @@ ARTIFACTS: tuple[ArtifactKind, ...] = (
     _kind("release", "release:<workload>@<tag>", rf"^(?P<workload>{NAME})@(?P<tag>{IMAGE_TAG})$"),
     _kind(
         "config",
-        "config:<workload>/env/<NAME> | config:<workload>/port/<name>",
-        rf"^(?P<workload>{NAME})/(?:env/{ENV_NAME}|port/[a-z0-9-]+)$",
+        "config:<workload>/env/<NAME> | config:<workload>/port/<name> | config:<workload>/args",
+        rf"^(?P<workload>{NAME})/(?:env/{ENV_NAME}|port/[a-z0-9-]+|args)$",
     ),
     _kind(
         "resources",
@@ -55,8 +55,9 @@ ARTIFACTS: tuple[ArtifactKind, ...] = (
     ),
     _kind(
         "credentials",
-        "credentials:<workload>/env/<NAME> | credentials:<workload>/secret/<name>",
-        rf"^(?P<workload>{NAME})/(?:env/{ENV_NAME}|secret/{NAME})$",
+        "credentials:<workload>/env/<NAME> | credentials:<workload>/secret/<name>"
+        " | credentials:<workload>/args",
+        rf"^(?P<workload>{NAME})/(?:env/{ENV_NAME}|secret/{NAME}|args)$",
     ),
     _kind("feature-flag", "feature-flag:<flag>", r"^(?P<flag>[A-Za-z][A-Za-z0-9_.-]*)$"),
     _kind(

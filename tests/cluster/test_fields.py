@@ -65,6 +65,18 @@ def test_clearing_an_env_var_deletes_that_entry_only() -> None:
     assert container["env"] == [{"name": "REDIS_ADDR", "$patch": "delete"}]
 
 
+def test_a_containers_args_are_read_as_one_string_and_set_as_a_whole_list() -> None:
+    deployment = _deployment()
+    assert read_field(deployment, field="args") is None
+    patch = field_patch(deployment, field="args", value="--requirepass cart-7Hq2")
+    container = patch.body["spec"]["template"]["spec"]["containers"][0]
+    assert container == {"name": "server", "args": ["--requirepass", "cart-7Hq2"]}
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"] = ["--requirepass", "cart-7Hq2"]
+    assert read_field(deployment, field="args") == "--requirepass cart-7Hq2"
+    cleared = field_patch(deployment, field="args", value=None)
+    assert cleared.body["spec"]["template"]["spec"]["containers"][0] == {"name": "server", "args": None}
+
+
 def test_renumbering_a_container_port_is_a_guarded_json_patch() -> None:
     patch = field_patch(_deployment(), field="port/grpc", value=7071)
     assert patch.style == "json"
