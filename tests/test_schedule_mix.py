@@ -35,8 +35,8 @@ def _drawn_from(app: str) -> tuple[list[Entry], ScheduleParams]:
 
 
 # Online Boutique has 11 culprit services: with ten or so faults active one or two are free, and its
-# authentication entries (one service) and two-ended path entries wait for a free culprit more often than
-# others, so both are under-injected (README, "Concurrency").
+# authentication entries (two services: cartservice and redis-cart) and two-ended path entries wait for a
+# free culprit more often than others, so both are under-injected (README, "Concurrency").
 STARVED = {"online-boutique"}
 
 
