@@ -19,6 +19,7 @@ from orchestrator.catalog.faults import CodeFault
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Call, ServiceKind, Topology
+from orchestrator.interface.codebase import Code, Conventions, codebase
 from orchestrator.interface.sources import SourceStore
 
 APPS = app_names()
@@ -176,6 +177,34 @@ def test_the_original_code_sits_among_generated_code_inside_its_module(app: str)
         assert before.strip() and after.strip(), fault.id
         assert len(before.splitlines()) + len(after.splitlines()) >= len(site.text.splitlines()), fault.id
         assert site.prefix or site.text.split("\n", 1)[0].startswith(("func ", "def ")), fault.id
+
+
+def test_a_statement_stays_in_its_module_when_other_code_there_replaces_its_function() -> None:
+    topology, path = _topology("astronomy-shop"), "src/product-catalog/main.go"
+    signature = "func (p *productCatalog) GetProduct(ctx context.Context, req *pb.GetProductRequest)"
+    declaration = Code(
+        "declaration",
+        "product-catalog",
+        path,
+        f"{signature} (*pb.Product, error) {{\n    return p.readProduct(ctx, req.Id)\n}}\n",
+    )
+    statement = Code(
+        "statement",
+        "product-catalog",
+        path,
+        'port := os.Getenv("PORT")\nif port == "" {\n    port = defaultPort\n}',
+    )
+    conventions = Conventions.infer([declaration, statement])
+    alone = codebase(topology, "product-catalog", conventions, [statement])
+    assert "GetProduct(" in alone.files[path].split(alone.sites["statement"].text)[0].rsplit("func ", 1)[1]
+    trees = [
+        codebase(topology, "product-catalog", conventions, codes)
+        for codes in ([statement, declaration], [declaration, statement])
+    ]
+    for tree in trees:
+        assert tree.sites["declaration"].text in tree.files[path]
+        assert tree.sites["statement"].text in tree.files[path]
+    assert trees[0].files == trees[1].files
 
 
 def test_nothing_in_any_generated_tree_names_a_fault_or_the_benchmark() -> None:

@@ -23,7 +23,7 @@ from orchestrator.interface.codebase.facts import Facts, facts_of
 from orchestrator.interface.codebase.golang import go_modules
 from orchestrator.interface.codebase.java import kotlin_modules
 from orchestrator.interface.codebase.loadgen import locust_modules
-from orchestrator.interface.codebase.modules import Module, indent_text, place
+from orchestrator.interface.codebase.modules import Module, declared, indent_text, place, style_of
 from orchestrator.interface.codebase.nextjs import nextjs_modules
 from orchestrator.interface.codebase.node import node_modules
 from orchestrator.interface.codebase.php import php_modules
@@ -163,7 +163,9 @@ class Tree:
 def codebase(topology: Topology, service: str, conventions: Conventions, codes: Sequence[Code] = ()) -> Tree:
     """The source tree of ``service`` with each given code placed in it (no side effects).
 
-    The files and their names depend only on the topology and the conventions, never on ``codes``.
+    The files and their names depend only on the topology and the conventions, never on ``codes``. Code that
+    declares a whole member is placed before statements, so a statement never goes into a member that other
+    code then replaces: every given code stays in the tree, whatever the order of ``codes``.
     """
     facts = facts_of(topology, service)
     language = language_of(facts.language)
@@ -178,7 +180,7 @@ def codebase(topology: Topology, service: str, conventions: Conventions, codes: 
         module.path = f"{root}/{module.path}"
     sites: dict[str, Site] = {}
     placed: dict[str, Site] = {}
-    for code in codes:
+    for code in sorted(codes, key=lambda c: not _declares(modules, c)):
         if code.text in placed and placed[code.text].path == _host(modules, code.path).path:
             sites[code.key] = placed[code.text]
             continue
@@ -188,6 +190,12 @@ def codebase(topology: Topology, service: str, conventions: Conventions, codes: 
     ordered = sorted(modules, key=lambda m: m.path)
     roles = {m.path: (m.role, tuple(s for s in (m.subject, *m.merged) if s)) for m in ordered}
     return Tree({m.path: m.render() for m in ordered}, roles, sites)
+
+
+def _declares(modules: list[Module], code: Code) -> bool:
+    """Whether ``code`` declares a whole member of its module (a function, method or field)."""
+    host = _host(modules, code.path)
+    return declared(code.text.rstrip("\n").split("\n"), style_of(host.path)) is not None
 
 
 def _host(modules: list[Module], path: str) -> Module:
