@@ -267,10 +267,15 @@ class AppModel:
         return reach_of
 
     def _reaches(self, shot: Snapshot) -> dict[tuple[str, str, str], Reach]:
-        """The reach answers of the step before when nothing ``reach`` reads has changed since (the pods, the
-        Services, DNS chaos, mis-dialled hosts), else a fresh map; steps without a change of the cluster
-        then skip working out every caller's reach again."""
-        pods = [view for name in sorted(shot.pods) for view in shot.pods[name]]
+        """The reach answers of the step before when nothing ``reach`` reads has changed since (of the pods,
+        their names, labels, readiness, deletion and containers; the Services, DNS chaos, mis-dialled hosts),
+        else a fresh map; steps without such a change skip working out every caller's reach again. A pod
+        restarting or backing off changes its status but none of these while it stays unready."""
+        pods = [
+            (view.name, view.labels, view.ready, view.deleting, view.containers)
+            for name in sorted(shot.pods)
+            for view in shot.pods[name]
+        ]
         inputs = (pods, shot.services, self.effects.dns, self.flags.wrong_host)
         if inputs != self._reach_inputs:
             self._reach_inputs = inputs
