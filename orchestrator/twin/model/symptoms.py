@@ -124,8 +124,10 @@ def reach(
     caller: Service,
     caller_pod: PodView | None,
     callee: str,
+    consulted: list[str] | None = None,
 ) -> Reach:
-    """How calls from ``caller_pod`` to ``callee`` fare at the network level (no side effects)."""
+    """How calls from ``caller_pod`` to ``callee`` fare at the network level (no side effects beyond
+    ``consulted``, to which the Service whose endpoints the answer depends on is appended)."""
     found = index.address_var(caller.name, callee)
     host, port = callee, ""
     var: str | None = None
@@ -151,6 +153,8 @@ def reach(
     if not port and shot.services[target].ports:
         port = str(shot.services[target].ports[0][0])
     pods = endpoints(shot, target)
+    if consulted is not None:
+        consulted.append(target)
     if index.hosts.get(target) != callee:
         # The address names another Service: its server does not implement the callee's methods.
         cause = "upstream_error" if pods and _service_port_ok(shot, target, port) else "connection_refused"

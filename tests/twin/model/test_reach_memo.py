@@ -1,4 +1,4 @@
-"""A step keeps the reach answers of the step before while nothing they are worked out from has changed: at
+"""A step keeps the reach answers of the step before that nothing they are worked out from has changed for: at
 every step of a history of restarts, readiness, labels, addresses and deletions, every answer the model holds
 is the one worked out afresh."""
 
@@ -31,7 +31,8 @@ def test_reach_answers_kept_from_step_to_step_are_those_worked_out_afresh() -> N
     built, _book = model(OB)
     docs = manifests(OB)
     pods = running_pods(docs)
-    cart, redis, checkout = (pod_of(pods, name) for name in ("cartservice", "redis-cart", "checkoutservice"))
+    names = ("cartservice", "redis-cart", "checkoutservice", "currencyservice")
+    cart, redis, checkout, currency = (pod_of(pods, name) for name in names)
     # The cart's Service selects one label more than its Deployment: a pod without it is owned but not served.
     front = next(d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "cartservice")
     front["spec"]["selector"] = {**front["spec"]["selector"], "track": "stable"}
@@ -47,6 +48,9 @@ def test_reach_answers_kept_from_step_to_step_are_those_worked_out_afresh() -> N
         lambda: cart["metadata"]["labels"].update(track="canary"),
         lambda: cart["metadata"]["labels"].update(track="stable"),
         lambda: set_env(checkout, "CART_SERVICE_ADDR", "nowhere:7070"),
+        lambda: set_env(checkout, "CART_SERVICE_ADDR", "currencyservice:7000"),  # another Service's address
+        lambda: _ready(currency, False),
+        lambda: _ready(currency, True),
         lambda: set_env(checkout, "CART_SERVICE_ADDR", "cartservice:7070"),
         lambda: container(redis)["ports"].clear(),
         lambda: cart["metadata"].update(deletionTimestamp="2026-01-01T00:05:00Z"),
