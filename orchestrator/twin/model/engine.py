@@ -23,7 +23,7 @@ from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.spans import Span, SpanMetrics, TraceBook
 from orchestrator.twin.model.state import ContainerSpec, PodView, Snapshot, endpoints
-from orchestrator.twin.model.symptoms import MIB, Reach, TopologyIndex, reach, start_failure
+from orchestrator.twin.model.symptoms import MIB, Reach, TopologyIndex, reach, required_vars, start_failure
 from orchestrator.twin.model.traffic import OVERLOAD_UTILISATION, PodCtx, StepTraffic, make_trace
 
 # Requests played one by one per step, over all routes and flows; above it each played request stands for
@@ -102,6 +102,8 @@ class AppModel:
         self.step_seconds = step_seconds
         self.services = {s.name: s for s in topology.services}
         self.index = TopologyIndex(topology)
+        # Asked of every container at every step, twice (the kubelet's verdict, the pod logs).
+        self.required = {s.name: required_vars(s) for s in topology.services}
         self.runtime_cores = {
             s.name: RUNTIME_CORES.get(messages.idiom(s.language), IDLE_CORES)
             for s in topology.services
@@ -414,6 +416,11 @@ class AppModel:
         if service is None or spec is None or container != service.container_name:
             return None
         found = start_failure(
-            service=service, spec=spec, build=self.registry.lookup(spec.image), pod=pod, effects=self.effects
+            service=service,
+            spec=spec,
+            build=self.registry.lookup(spec.image),
+            pod=pod,
+            effects=self.effects,
+            required=self.required[service.name],
         )
         return None if found is None else (found.reason, found.cause, found.var)

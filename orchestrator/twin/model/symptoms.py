@@ -182,12 +182,19 @@ def required_vars(service: Service) -> tuple[str, ...]:
 
 
 def start_failure(
-    *, service: Service, spec: ContainerSpec, build: Build | None, pod: PodView, effects: Effects
+    *,
+    service: Service,
+    spec: ContainerSpec,
+    build: Build | None,
+    pod: PodView,
+    effects: Effects,
+    required: tuple[str, ...] | None = None,
 ) -> StartFailure | None:
-    """Why this container exits at start, or None if it starts (no side effects)."""
+    """Why this container exits at start, or None if it starts (no side effects). ``required`` is
+    ``required_vars(service)`` when the caller keeps it."""
     if pod.name in effects.failing:
         return StartFailure("Error", "pod_failure")
-    for var in required_vars(service):
+    for var in required_vars(service) if required is None else required:
         if spec.env.get(var) is None:
             return StartFailure("Error", "missing_config", var)
     if build is not None and build.behaviour is not None and build.behaviour.crash_on_start:
