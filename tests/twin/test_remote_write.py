@@ -105,3 +105,19 @@ def test_any_changes_of_series_between_scrapes_encode_as_the_runtime_writes(
         values = [zeros[(i + k) % len(zeros)] for i in range(len(keys))]
         scrapes.append((T0 + 15_000 * k, keys if changes else scrapes[-1][1] if scrapes else keys, values))
     assert b"".join(Encoder().requests(scrapes, max_series=5000)) == _reference(scrapes)
+
+
+def test_labels_found_by_key_object_follow_keys_made_and_dropped_again_and_again() -> None:
+    """Each round scrapes key objects made afresh, of series seen in earlier rounds and new ones; the last
+    round's objects are dropped, so their ids come free for other keys. Every request is still the protobuf
+    runtime's for that round's series."""
+    encoder = Encoder()
+    for round_ in range(80):
+        keys = [(f"m{i % 3}", (("pod", f"p-{(round_ * 7 + i * 5) % 90}"),)) for i in range(40)]
+        keys = list(dict.fromkeys(keys))
+        scrapes: list[Scrape] = [(T0 + 15_000 * round_, keys, [float(i) for i in range(len(keys))])]
+        if round_ % 2:
+            later = [*keys[10:], ("extra", (("n", str(round_)),))]
+            scrapes.append((T0 + 15_000 * round_ + 5, later, [1.0] * len(later)))
+        assert b"".join(encoder.requests(scrapes, max_series=5000)) == _reference(scrapes), round_
+        del keys, scrapes

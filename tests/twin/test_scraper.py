@@ -77,3 +77,16 @@ def test_a_scrape_lists_what_a_fresh_scraper_lists_as_pods_and_workloads_change(
     twin.advance(60, flush=False)
     keys, values = twin.series()
     assert (keys, values) == _fresh(twin)
+
+
+def test_span_series_listed_again_when_a_span_key_appears_are_the_same_key_objects() -> None:
+    spans = SpanMetrics()
+    series = SpanSeries("ns")
+    spans.observe(("cart", "GetCart", SERVER, "STATUS_CODE_UNSET"), 3.0)
+    series.values(spans)
+    before = list(series.keys)
+    spans.observe(("ad", "GetAds", CLIENT, "STATUS_CODE_ERROR"), 9.0)
+    values = series.values(spans)
+    assert (series.keys, values) == _reference(spans, "ns")
+    again = [key for key in series.keys if key in before]
+    assert again == before and all(map(lambda a, b: a is b, again, before))

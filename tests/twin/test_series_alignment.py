@@ -10,7 +10,7 @@ from itertools import starmap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.twin.observe.alignment import align, common_run
+from orchestrator.twin.observe.alignment import Positions, align, common_run
 from orchestrator.twin.observe.metrics import Key
 from orchestrator.twin.observe.telemetry import STALE_NAN, Telemetry, _series, timestamp_ms
 
@@ -99,3 +99,40 @@ def test_any_change_of_series_is_recorded_as_the_set_comparison_records_it(
     digest, expected = _naive(lists)
     assert recorded == expected
     assert telemetry.digest == digest
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    edits=st.lists(
+        st.lists(st.tuples(st.sampled_from(["add", "drop", "move"]), st.integers(0, 999)), max_size=5),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_positions_carried_through_alignments_are_those_of_each_list(
+    edits: list[list[tuple[str, int]]],
+) -> None:
+    keys = [_key(i) for i in range(8)]
+    fresh = iter(range(100, 10_000))
+    positions = Positions(keys)
+    for changes in edits:
+        new = list(keys)
+        for edit, at in changes:
+            if edit == "add":
+                new.insert(at % (len(new) + 1), _key(next(fresh)))
+            elif new and edit == "drop":
+                del new[at % len(new)]
+            elif new:
+                new.insert(at // 7 % len(new), new.pop(at % len(new)))
+        # Equal keys that are other objects, as a scrape makes them for an object it works out anew.
+        new = [
+            (name, tuple(list(labels))) if i % 3 else (name, labels) for i, (name, labels) in enumerate(new)
+        ]
+        found = align(keys, new, positions.get)
+        assert found is not None
+        assert found == align(keys, new)
+        positions.follow(keys, new, found)
+        keys = new
+        assert all(positions.get(key) == at for at, key in enumerate(keys))
+        made = [_key(i) for i in range(8)] + [_key(i) for i in range(100, next(fresh))]
+        assert all(positions.get(key) is None for key in made if key not in keys)

@@ -22,8 +22,8 @@ from orchestrator.twin.model.flags import FlagEffects, flag_effects
 from orchestrator.twin.model.podlogs import PodLogger
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.spans import Span, SpanMetrics, TraceBook
-from orchestrator.twin.model.state import PodView, Snapshot, endpoints
-from orchestrator.twin.model.symptoms import MIB, Reach, TopologyIndex, reach, start_failure
+from orchestrator.twin.model.state import ContainerSpec, PodView, Snapshot, endpoints
+from orchestrator.twin.model.symptoms import MIB, Reach, TopologyIndex, reach, required_vars, start_failure
 from orchestrator.twin.model.traffic import OVERLOAD_UTILISATION, PodCtx, StepTraffic, make_trace
 
 # Requests played one by one per step, over all routes and flows; above it each played request stands for
@@ -70,6 +70,16 @@ def _played(n: int, scale: float) -> int:
     return 0 if n == 0 else max(1, math.ceil(n * scale))
 
 
+# What a reach answer read of the pods: the caller pod's containers (None: no caller pod), the Service whose
+# endpoints it consulted (None: none) and the containers of each of them.
+_ReachReads = tuple[tuple[ContainerSpec, ...] | None, str | None, tuple[tuple[ContainerSpec, ...], ...]]
+
+
+def _served_by(shot: Snapshot, service: str) -> tuple[tuple[ContainerSpec, ...], ...]:
+    """The containers of each endpoint of ``service``: all a reach answer reads of them."""
+    return tuple(view.containers for view in endpoints(shot, service))
+
+
 def _ready(shot: Snapshot, name: str) -> list[PodView]:
     """The pods serving a service: its Service's endpoints, or its ready pods when it has no Service."""
     if name in shot.services:
@@ -92,6 +102,8 @@ class AppModel:
         self.step_seconds = step_seconds
         self.services = {s.name: s for s in topology.services}
         self.index = TopologyIndex(topology)
+        # Asked of every container at every step, twice (the kubelet's verdict, the pod logs).
+        self.required = {s.name: required_vars(s) for s in topology.services}
         self.runtime_cores = {
             s.name: RUNTIME_CORES.get(messages.idiom(s.language), IDLE_CORES)
             for s in topology.services
@@ -112,9 +124,12 @@ class AppModel:
         self.effects = Effects()
         self.flags = FlagEffects()
         self.snapshot: Snapshot | None = None
-        # Reach answers outlive a step while what they are worked out from stays the same (``_reaches``).
+        # Reach answers outlive a step while what they are worked out from stays the same (``_reaches``): the
+        # Services, DNS chaos and mis-dialled hosts, and for each answer what it read of the pods.
         self._reach_inputs: tuple[object, ...] | None = None
+        self._reach_pods: list[tuple[object, ...]] | None = None
         self._reach_memo: dict[tuple[str, str, str], Reach] = {}
+        self._reach_reads: dict[tuple[str, str, str], _ReachReads] = {}
         self.killed: set[str] = set()
         self.down_since: dict[str, float] = {}
         # Pods whose CPU could not keep up last step: their health checks time out, so they are not ready.
@@ -255,26 +270,52 @@ class AppModel:
             if wrong is not None:
                 return Reach("dns_failure", wrong, "", "")
             view = pod.view if pod is not None else None
-            return reach(
+            consulted: list[str] = []
+            found = reach(
                 index=self.index,
                 shot=shot,
                 effects=self.effects,
                 caller=caller,
                 caller_pod=view,
                 callee=callee,
+                consulted=consulted,
             )
+            target = consulted[0] if consulted else None
+            self._reach_reads[(caller.name, view.name if view is not None else "", callee)] = (
+                view.containers if view is not None else None,
+                target,
+                _served_by(shot, target) if target is not None else (),
+            )
+            return found
 
         return reach_of
 
     def _reaches(self, shot: Snapshot) -> dict[tuple[str, str, str], Reach]:
-        """The reach answers of the step before when nothing ``reach`` reads has changed since (the pods, the
-        Services, DNS chaos, mis-dialled hosts), else a fresh map; steps without a change of the cluster
-        then skip working out every caller's reach again."""
-        pods = [view for name in sorted(shot.pods) for view in shot.pods[name]]
-        inputs = (pods, shot.services, self.effects.dns, self.flags.wrong_host)
+        """The reach answers of the step before that nothing they read has changed for: all of them while the
+        pods' names, labels, readiness, deletion and containers stay (a pod restarting or backing off changes
+        its status but none of these while it stays unready); else those whose caller pod has the same
+        containers and whose Service has endpoints with the same containers. A change of the Services, DNS
+        chaos or mis-dialled hosts starts a fresh map. Steps then skip working out every caller's reach
+        again when one pod turns ready or a new one comes."""
+        pods: list[tuple[object, ...]] = [
+            (view.name, view.labels, view.ready, view.deleting, view.containers)
+            for name in sorted(shot.pods)
+            for view in shot.pods[name]
+        ]
+        inputs = (shot.services, self.effects.dns, self.flags.wrong_host)
         if inputs != self._reach_inputs:
-            self._reach_inputs = inputs
-            self._reach_memo = {}
+            self._reach_inputs, self._reach_pods = inputs, pods
+            self._reach_memo, self._reach_reads = {}, {}
+        elif pods != self._reach_pods:
+            self._reach_pods = pods
+            containers = {view.name: view.containers for views in shot.pods.values() for view in views}
+            served: dict[str, tuple[tuple[ContainerSpec, ...], ...]] = {}
+            for key, (caller, target, behind) in list(self._reach_reads.items()):
+                if target is not None and target not in served:
+                    served[target] = _served_by(shot, target)
+                if containers.get(key[1]) != caller or (target is not None and served[target] != behind):
+                    del self._reach_reads[key]
+                    self._reach_memo.pop(key, None)
         return self._reach_memo
 
     def step(self, now: float, shot: Snapshot) -> StepReport:
@@ -375,6 +416,11 @@ class AppModel:
         if service is None or spec is None or container != service.container_name:
             return None
         found = start_failure(
-            service=service, spec=spec, build=self.registry.lookup(spec.image), pod=pod, effects=self.effects
+            service=service,
+            spec=spec,
+            build=self.registry.lookup(spec.image),
+            pod=pod,
+            effects=self.effects,
+            required=self.required[service.name],
         )
         return None if found is None else (found.reason, found.cause, found.var)

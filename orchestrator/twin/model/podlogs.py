@@ -9,7 +9,8 @@ low rate.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from orchestrator.catalog.topology import Call, Service, Topology
@@ -30,10 +31,21 @@ MAX_LINES_PER_CAUSE = 4
 INFO_EVERY_SECONDS = 30.0
 
 
+@lru_cache(maxsize=1024)
+def _second(epoch: datetime, days: int, seconds: int) -> str:
+    """The date and time of a whole second after ``epoch``, up to the dot before the milliseconds."""
+    return (epoch + timedelta(days=days, seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.")
+
+
 def stamp(t: float) -> str:
-    """RFC 3339 with milliseconds, UTC: how the services format their own log timestamps."""
-    moment = timefmt.EPOCH + timedelta(seconds=t)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """RFC 3339 with milliseconds, UTC: how the services format their own log timestamps. The lines of a
+    step fall in a few whole seconds, each formatted once; from an epoch that is a whole second, the
+    offset's microseconds are the moment's."""
+    epoch, offset = timefmt.EPOCH, timedelta(seconds=t)
+    if epoch.microsecond:
+        moment = epoch + offset
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return f"{_second(epoch, offset.days, offset.seconds)}{offset.microseconds // 1000:03d}Z"
 
 
 def line(t: float, level: str, message: str) -> str:

@@ -7,6 +7,7 @@ pure function of a Snapshot, so the model can be tested on hand-written dicts.
 from __future__ import annotations
 
 import base64
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,6 +201,14 @@ def _matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return bool(selector) and selector.items() <= labels.items()
 
 
+_Endpoints = dict[str, list[PodView]]
+_ByLabel = dict[tuple[str, str], list[PodView]]
+
+
+def _same_objects(a: Iterable[object], b: Iterable[object]) -> bool:
+    return all(map(operator.is_, a, b))
+
+
 class ViewCache:
     """Pod views by (uid, resourceVersion, config version): a pod's view changes only when it does."""
 
@@ -207,6 +216,10 @@ class ViewCache:
         self._views: dict[str, tuple[tuple[str, str], PodView]] = {}
         # The ConfigMaps' and Secrets' data of the last snapshot, by their resourceVersions.
         self.config: tuple[str, dict[str, Mapping[str, str]], dict[str, Mapping[str, str]]] | None = None
+        # Service views by uid, with the resourceVersion each was made from.
+        self.services: dict[str, tuple[str, ServiceView]] = {}
+        # The pod views and Service views of the last snapshot, with the maps its endpoints are worked out in.
+        self.served: tuple[list[PodView], dict[str, ServiceView], _Endpoints, _ByLabel] | None = None
 
     def view(
         self,
@@ -295,19 +308,19 @@ def snapshot(
     shot.version = version
     if cache is not None:
         cache.keep({str(p["metadata"].get("uid", p["metadata"]["name"])) for p in pods})
+    known = cache.services if cache is not None else {}
+    kept: dict[str, tuple[str, ServiceView]] = {}
     for svc in services:
-        spec = svc.get("spec") or {}
-        ports = tuple(
-            (int(p.get("port", 0)), str(p.get("targetPort", p.get("port", 0))))
-            for p in spec.get("ports") or []
-        )
-        name = svc["metadata"]["name"]
-        shot.services[name] = ServiceView(
-            name=name,
-            cluster_ip=str(spec.get("clusterIP") or ""),
-            selector=dict(spec.get("selector") or {}),
-            ports=ports,
-        )
+        meta = svc["metadata"]
+        uid, version = str(meta.get("uid", meta["name"])), str(meta.get("resourceVersion", ""))
+        found = known.get(uid)
+        if found is None or found[0] != version or not version:
+            found = (version, service_view(svc))
+        kept[uid] = found
+        shot.services[found[1].name] = found[1]
+    if cache is not None:
+        cache.services = kept
+        _endpoints_of_last(cache, shot)
     for obj in chaos:
         meta = obj["metadata"]
         shot.chaos.append(
@@ -323,6 +336,37 @@ def snapshot(
         )
     shot.chaos.sort(key=lambda c: (c.created, c.kind, c.name))
     return shot
+
+
+def service_view(svc: Obj) -> ServiceView:
+    """A Service as the model needs it (no side effects)."""
+    spec = svc.get("spec") or {}
+    ports = tuple(
+        (int(p.get("port", 0)), str(p.get("targetPort", p.get("port", 0)))) for p in spec.get("ports") or []
+    )
+    return ServiceView(
+        name=svc["metadata"]["name"],
+        cluster_ip=str(spec.get("clusterIP") or ""),
+        selector=dict(spec.get("selector") or {}),
+        ports=ports,
+    )
+
+
+def _endpoints_of_last(cache: ViewCache, shot: Snapshot) -> None:
+    """Let ``shot`` work out its endpoints in the maps of the last snapshot when it holds the same pod views
+    and Service views (the same objects: a view is made anew when its object changes), as the endpoints are
+    a function of those alone; most steps change neither."""
+    pods = [view for views in shot.pods.values() for view in views]
+    last = cache.served
+    if (
+        last is not None
+        and len(last[0]) == len(pods)
+        and _same_objects(last[0], pods)
+        and last[1].keys() == shot.services.keys()
+        and _same_objects(last[1].values(), (shot.services[name] for name in last[1]))
+    ):
+        shot._endpoints, shot._by_label = last[2], last[3]
+    cache.served = (pods, dict(shot.services), shot._endpoints, shot._by_label)
 
 
 def endpoints(shot: Snapshot, service: str) -> list[PodView]:

@@ -128,8 +128,10 @@ def reach(
     caller: Service,
     caller_pod: PodView | None,
     callee: str,
+    consulted: list[str] | None = None,
 ) -> Reach:
-    """How calls from ``caller_pod`` to ``callee`` fare at the network level (no side effects)."""
+    """How calls from ``caller_pod`` to ``callee`` fare at the network level (no side effects beyond
+    ``consulted``, to which the Service whose endpoints the answer depends on is appended)."""
     found = index.address_var(caller.name, callee)
     host, port = callee, ""
     var: str | None = None
@@ -157,6 +159,8 @@ def reach(
     if not port and shot.services[target].ports:
         port = str(shot.services[target].ports[0][0])
     pods = endpoints(shot, target)
+    if consulted is not None:
+        consulted.append(target)
     if index.hosts.get(target) != callee:
         # The address names another Service: its server does not implement the callee's methods.
         cause = "upstream_error" if pods and _service_port_ok(shot, target, port) else "connection_refused"
@@ -204,12 +208,19 @@ def required_vars(service: Service) -> tuple[str, ...]:
 
 
 def start_failure(
-    *, service: Service, spec: ContainerSpec, build: Build | None, pod: PodView, effects: Effects
+    *,
+    service: Service,
+    spec: ContainerSpec,
+    build: Build | None,
+    pod: PodView,
+    effects: Effects,
+    required: tuple[str, ...] | None = None,
 ) -> StartFailure | None:
-    """Why this container exits at start, or None if it starts (no side effects)."""
+    """Why this container exits at start, or None if it starts (no side effects). ``required`` is
+    ``required_vars(service)`` when the caller keeps it."""
     if pod.name in effects.failing:
         return StartFailure("Error", "pod_failure")
-    for var in required_vars(service):
+    for var in required_vars(service) if required is None else required:
         if spec.env.get(var) is None:
             return StartFailure("Error", "missing_config", var)
     if build is not None and build.behaviour is not None and build.behaviour.crash_on_start:

@@ -7,7 +7,7 @@ the same objects; only where they part is a series looked up by key. Every funct
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.twin.observe.metrics import Key
@@ -41,11 +41,14 @@ class Alignment:
     uncovered: list[int]
 
 
-def align(old: Sequence[Key], new: Sequence[Key]) -> Alignment | None:
-    """How ``new`` follows from ``old``, a list of distinct series; None when ``new`` lists a series twice."""
+def align(
+    old: Sequence[Key], new: Sequence[Key], where: Callable[[Key], int | None] | None = None
+) -> Alignment | None:
+    """How ``new`` follows from ``old``, a list of distinct series; None when ``new`` lists a series twice.
+    ``where`` answers the position of a series in ``old`` (None: not in it) when the caller keeps them, else
+    an index of ``old`` is built the first time one is looked up."""
     stretches: list[tuple[int, int, int]] = []
     covered = bytearray(len(old))
-    index: dict[Key, int] | None = None
     fresh: set[Key] = set()
     i = j = 0
     while j < len(new):
@@ -58,9 +61,9 @@ def align(old: Sequence[Key], new: Sequence[Key]) -> Alignment | None:
             i, j = i + shared, j + shared
             continue
         key = new[j]
-        if index is None:
-            index = dict(zip(old, range(len(old)), strict=True))
-        found = index.get(key)
+        if where is None:
+            where = dict(zip(old, range(len(old)), strict=True)).get
+        found = where(key)
         if found is not None:
             i = found  # the next turn matches at least this series
             continue
@@ -79,3 +82,41 @@ def align(old: Sequence[Key], new: Sequence[Key]) -> Alignment | None:
         uncovered.append(at)
         at = covered.find(0, at + 1)
     return Alignment(stretches, uncovered)
+
+
+class Positions:
+    """Where each series of a list of distinct series is, carried from one list to the next by the alignments
+    between them. A series' key hashes every one of its labels, so only the series that come or go are
+    hashed; the others keep a slot number, and the positions of the slots are a table of small integers
+    built the first time a list is asked about."""
+
+    def __init__(self, keys: Sequence[Key]) -> None:
+        self._slot: dict[Key, int] = dict(zip(keys, range(len(keys)), strict=True))
+        self._slots = list(range(len(keys)))  # the slot of each position of the list
+        self._next = len(keys)
+        self._at: dict[int, int] | None = None  # slot -> position
+
+    def get(self, key: Key) -> int | None:
+        """The position of ``key`` in the list, or None when it is not in it."""
+        slot = self._slot.get(key)
+        if slot is None:
+            return None
+        if self._at is None:
+            self._at = dict(zip(self._slots, range(len(self._slots)), strict=True))
+        return self._at[slot]
+
+    def follow(self, old: Sequence[Key], new: Sequence[Key], found: Alignment) -> None:
+        """Move on from the list ``old`` to ``new``, as ``found`` aligns them."""
+        for at in found.uncovered:
+            del self._slot[old[at]]
+        slots: list[int] = []
+        for start, origin, length in found.stretches:
+            if origin >= 0:
+                slots.extend(self._slots[origin : origin + length])
+                continue
+            for key in new[start : start + length]:
+                self._slot[key] = self._next
+                slots.append(self._next)
+                self._next += 1
+        self._slots = slots
+        self._at = None

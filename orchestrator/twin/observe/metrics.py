@@ -35,7 +35,6 @@ def _labels(**values: str) -> Labels:
     return tuple(sorted(values.items()))
 
 
-@lru_cache(maxsize=65536)
 def _span_labels(namespace: str, key: SpanKey) -> tuple[Labels, tuple[Labels, ...]]:
     service, span, kind, status = key
     base = {
@@ -48,10 +47,13 @@ def _span_labels(namespace: str, key: SpanKey) -> tuple[Labels, tuple[Labels, ..
     return _labels(**base), tuple(_labels(**base, le=le) for le in _LE)
 
 
-def _span_keys(namespace: str, key: SpanKey) -> list[Key]:
-    """The series of one span key, in the order ``SpanSeries.values`` gives their values."""
+@lru_cache(maxsize=65536)
+def _span_keys(namespace: str, key: SpanKey) -> tuple[Key, ...]:
+    """The series of one span key, in the order ``SpanSeries.values`` gives their values: the same key
+    objects every time the span keys are listed again, which the comparisons and caches by key object after
+    a scrape find at once."""
     base, per_bucket = _span_labels(namespace, key)
-    return [(_CALLS, base), (_SUM, base), (_COUNT, base), *zip(repeat(_BUCKET), per_bucket)]
+    return ((_CALLS, base), (_SUM, base), (_COUNT, base), *zip(repeat(_BUCKET), per_bucket))
 
 
 class SpanSeries:

@@ -30,6 +30,9 @@ HEADERS = {
     "User-Agent": "marathon-twin",
 }
 _ZERO = bytes(8)
+# Key objects whose encoded labels are found by identity; past it the table starts afresh (keys of objects
+# long changed or gone are held no longer).
+MAX_KEY_OBJECTS = 1 << 17
 Scrape = tuple[int, Sequence[Key], Sequence[float]]
 
 
@@ -156,6 +159,7 @@ class Encoder:
 
     def __init__(self) -> None:
         self._labels: dict[Key, bytes] = {}
+        self._by_id: dict[int, tuple[Key, bytes]] = {}
         self._last: tuple[Sequence[Key], list[bytes] | None] = ((), [])
         self._seen: dict[int, tuple[Sequence[Key], bool]] = {}
 
@@ -225,9 +229,18 @@ class Encoder:
         return labels
 
     def _label_bytes(self, key: Key) -> bytes:
+        # By the key object first: the scraper hands the same key objects from one scrape to the next, and a
+        # key's hash is worked out afresh from all of its labels at every lookup by value.
+        known = self._by_id.get(id(key))
+        if known is not None and known[0] is key:
+            return known[1]
         found = self._labels.get(key)
         if found is None:
             found = self._labels[key] = label_bytes(*key)
+        if len(self._by_id) >= MAX_KEY_OBJECTS:
+            self._by_id.clear()
+        # The entry holds its key, so no other object can have its id while it is there.
+        self._by_id[id(key)] = (key, found)
         return found
 
     def requests(self, scrapes: Sequence[Scrape], *, max_series: int) -> Iterator[bytes]:

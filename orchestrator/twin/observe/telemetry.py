@@ -19,7 +19,7 @@ from functools import lru_cache
 from itertools import chain, starmap
 
 from orchestrator.errors import TelemetryError
-from orchestrator.twin.observe.alignment import align
+from orchestrator.twin.observe.alignment import Positions, align
 from orchestrator.twin.observe.metrics import Key, Labels, Sample
 from orchestrator.twin.observe.remote_write import Encoder, RemoteWriteClient
 from orchestrator.twin.timefmt import epoch_s
@@ -61,6 +61,7 @@ class Telemetry:
         self._last_keys: list[Key] = []
         self._last_names: list[str] = []  # the exposition name of each of ``_last_keys``
         self._last_distinct = True  # whether ``_last_keys`` lists every series once
+        self._positions: Positions | None = None  # of ``_last_keys``, kept while they are distinct
         self._writer: RemoteWriteClient | None = None
         self._encoder = Encoder()
         self._queue: queue.Queue[list[tuple[int, list[Key], list[float]]] | None] | None = None
@@ -110,12 +111,19 @@ class Telemetry:
         each of ``keys`` (no side effects beyond what is remembered of the lists). Aligned with the last
         list, the names of the stretches both share are copied and only the series that came are named; a
         list that repeats a series is compared as sets instead."""
-        last = self._last_keys
-        found = align(last, keys) if self._last_distinct else None
-        if found is None:
+        last, positions = self._last_keys, self._positions
+        found = None
+        if self._last_distinct:
+            if positions is None:
+                positions = Positions(last)
+            found = align(last, keys, positions.get)
+        if found is None or positions is None:
             current = set(keys)
             self._last_distinct = len(current) == len(keys)
+            self._positions = None
             return sorted(set(last) - current), list(starmap(_series, keys))
+        positions.follow(last, keys, found)
+        self._positions = positions
         names: list[str] = []
         for start, origin, length in found.stretches:
             if origin < 0:

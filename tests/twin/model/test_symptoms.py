@@ -11,7 +11,7 @@ from orchestrator.twin.model import chaos as chaos_effects
 from orchestrator.twin.model.registry import ImageRegistry
 from orchestrator.twin.model.state import container_spec
 from orchestrator.twin.model.symptoms import TopologyIndex, probe_ok, reach, start_failure
-from tests.twin.model.worlds import chaos, manifests, pod_of, running_pods, set_env, world
+from tests.twin.model.worlds import chaos, manifests, model, pod_of, running_pods, set_env, world
 
 OB = "online-boutique"
 TOPOLOGY = load_topology(OB)
@@ -116,3 +116,28 @@ def test_a_readiness_probe_on_a_port_nobody_listens_on_never_passes() -> None:
     assert probe_ok(container_spec(pod["spec"]["containers"][0]))
     pod["spec"]["containers"][0]["readinessProbe"]["grpc"]["port"] = 50052
     assert not probe_ok(container_spec(pod["spec"]["containers"][0]))
+
+
+def test_the_model_finds_the_first_cleared_required_variable_of_every_service_as_start_failure_does() -> None:
+    """The model keeps each service's required variables; clearing any one of them in any service's pod is
+    the failure ``start_failure`` works out from the service itself."""
+    built, _book = model(OB)
+    docs = manifests(OB)
+    effects = chaos_effects.effects(world(TOPOLOGY, docs, now=10.0))
+    checked = 0
+    for service in TOPOLOGY.services:
+        for var in sorted({*service.address_env, *service.credential_env}):
+            pods = running_pods(docs)
+            pod = pod_of(pods, service.name)
+            set_env(pod, var, None)
+            view = world(TOPOLOGY, docs, now=10.0, pods=pods).pods[service.name][0]
+            spec = view.container(service.container_name)
+            assert spec is not None
+            built.effects = effects
+            expected = start_failure(
+                service=service, spec=spec, build=built.registry.lookup(spec.image), pod=view, effects=effects
+            )
+            assert expected is not None
+            assert built.start_failure_of(view, spec.name) == (expected.reason, expected.cause, expected.var)
+            checked += 1
+    assert checked > 10
