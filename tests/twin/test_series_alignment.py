@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Iterator
 from itertools import starmap
 
 from hypothesis import given, settings
@@ -62,6 +63,22 @@ def _naive(lists: list[list[Key]]) -> tuple[str, list[list[Key]]]:
     return digest.hexdigest(), recorded
 
 
+def _edited(keys: list[Key], changes: list[tuple[str, int]], fresh: Iterator[int]) -> list[Key]:
+    """A copy of ``keys`` after ``changes``: a new key added, or one dropped, moved or repeated, each at a
+    place drawn from its number."""
+    keys = list(keys)
+    for edit, at in changes:
+        if edit == "add":
+            keys.insert(at % (len(keys) + 1), _key(next(fresh)))
+        elif keys and edit == "drop":
+            del keys[at % len(keys)]
+        elif keys and edit == "move":
+            keys.insert(at // 7 % len(keys), keys.pop(at % len(keys)))
+        elif keys:
+            keys.insert(at // 3 % len(keys), keys[at % len(keys)])
+    return keys
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     edits=st.lists(
@@ -79,16 +96,7 @@ def test_any_change_of_series_is_recorded_as_the_set_comparison_records_it(
     fresh = iter(range(100, 10_000))
     lists: list[list[Key]] = []
     for changes in edits:
-        keys = list(keys)
-        for edit, at in changes:
-            if edit == "add":
-                keys.insert(at % (len(keys) + 1), _key(next(fresh)))
-            elif keys and edit == "drop":
-                del keys[at % len(keys)]
-            elif keys and edit == "move":
-                keys.insert(at // 7 % len(keys), keys.pop(at % len(keys)))
-            elif keys:
-                keys.insert(at // 3 % len(keys), keys[at % len(keys)])
+        keys = _edited(keys, changes, fresh)
         lists.append(keys)
     telemetry = Telemetry(remote_write_url=None)
     recorded: list[list[Key]] = []
@@ -116,14 +124,7 @@ def test_positions_carried_through_alignments_are_those_of_each_list(
     fresh = iter(range(100, 10_000))
     positions = Positions(keys)
     for changes in edits:
-        new = list(keys)
-        for edit, at in changes:
-            if edit == "add":
-                new.insert(at % (len(new) + 1), _key(next(fresh)))
-            elif new and edit == "drop":
-                del new[at % len(new)]
-            elif new:
-                new.insert(at // 7 % len(new), new.pop(at % len(new)))
+        new = _edited(keys, changes, fresh)
         # Equal keys that are other objects, as a scrape makes them for an object it works out anew.
         new = [
             (name, tuple(list(labels))) if i % 3 else (name, labels) for i, (name, labels) in enumerate(new)
