@@ -17,6 +17,7 @@ from typing import Any, Literal
 from orchestrator.catalog.faults import CATEGORY_WEIGHTS, Category, Entry
 from orchestrator.catalog.faults import interference_keys as _interference_keys
 from orchestrator.catalog.loading import Catalog
+from orchestrator.catalog.topologies import published_schedule
 from orchestrator.catalog.topology import ServiceKind, Topology
 from orchestrator.errors import Problem, ScheduleError
 from orchestrator.rng import derive
@@ -63,6 +64,17 @@ _INT_MINIMUMS = {
     "fault_count": 0, "injection_period_s": 1, "observation_period_s": 1,
     "min_duration_s": 1, "max_duration_s": 1, "delta_s": 1, "decoy_count": 0,
 }  # fmt: skip
+
+
+def default_load(app: str) -> tuple[int, int | None]:
+    """The fault arrivals and the cap (None: no cap) of ``app``'s schedules unless told otherwise: the
+    app's ``published_schedule``, with which its plans reproduce the published average and peak
+    concurrency (README, "Concurrency"); the planner's own defaults (60 arrivals, no cap) for an app
+    without one."""
+    profile = published_schedule(app)
+    if profile is None:
+        return ScheduleParams.fault_count, ScheduleParams.max_concurrent
+    return profile.fault_count, profile.max_concurrent
 
 
 def _int_problem(field: str, value: object, *, minimum: int) -> Problem | None:

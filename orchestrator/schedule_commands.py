@@ -19,6 +19,7 @@ from orchestrator.schedule import (
     canonical_json,
     concurrency,
     decoy_inputs,
+    default_load,
     plan_schedule,
     schedule_to_record,
 )
@@ -71,37 +72,28 @@ def seed_range(text: str) -> range:
     return range(low, high + 1)
 
 
-def add_load_arguments(parser: argparse.ArgumentParser, *, faults: int) -> None:
-    """``--faults``, ``--max-concurrent`` and ``--published-concurrency``, shared by ``marathon schedule``
-    and ``marathon run``; ``load_from_args`` reads them."""
+def add_load_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--faults`` and ``--max-concurrent``, shared by ``marathon schedule`` and ``marathon run``;
+    ``load_from_args`` reads them."""
     parser.add_argument(
         "--faults", type=int, default=None,
-        help=f"fault arrivals to draw (default: {faults}, or the app's published_schedule)",
+        help="fault arrivals to draw (default: the app's published_schedule; 60 for an app without one)",
     )  # fmt: skip
     parser.add_argument(
         "--max-concurrent", type=cap_argument, default=None,
-        help="most faults active at once, or 'none' (default: no limit, or the app's published_schedule)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--published-concurrency", action="store_true",
-        help="arrivals and cap from the app's published_schedule, which reproduce its published concurrency",
+        help="most faults active at once, or 'none' (default: the app's published_schedule; else no cap)",
     )  # fmt: skip
 
 
 def load_from_args(args: argparse.Namespace) -> tuple[int, int | None]:
     """The arrivals and the cap (None: no cap) as the command line asks: what ``--faults`` and
-    ``--max-concurrent`` say, else with ``--published-concurrency`` the app's ``published_schedule``, else
-    the defaults (60 arrivals, no cap)."""
-    from orchestrator.catalog.topologies import published_schedule
-
-    profile = published_schedule(args.app) if args.published_concurrency else None
-    count: int | None = args.faults
-    if count is None:
-        count = profile.fault_count if profile is not None else ScheduleParams.fault_count
-    cap = args.max_concurrent
-    if cap is None:
-        cap = profile.max_concurrent if profile is not None else None
-    return count, None if cap == NO_CAP else cap
+    ``--max-concurrent`` say, else the app's default load (``default_load``: its published_schedule)."""
+    count, cap = default_load(args.app)
+    if args.faults is not None:
+        count = args.faults
+    if args.max_concurrent is not None:
+        cap = None if args.max_concurrent == NO_CAP else args.max_concurrent
+    return count, cap
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -124,7 +116,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="summarise the concurrency of seeds A to B (inclusive) beside the published figures",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print canonical JSON instead of a table")
-    add_load_arguments(parser, faults=defaults.fault_count)
+    add_load_arguments(parser)
     parser.add_argument(
         "--injection-period", type=int, default=defaults.injection_period_s, help="seconds of injections"
     )

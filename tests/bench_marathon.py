@@ -1,7 +1,8 @@
 """Whole marathons as ``make marathon`` runs them: each app on the stepped twin with seed 42 and the runbook
-agent at the default length (60 arrivals over 60 simulated minutes, 30 more of observation, 45 invocations),
-sealed, verified and scored. The first run of an app computes its no-action baseline alongside (the
-second core); the figure is the median of three runs after it, which find the baseline cached.
+agent at the default length and load (the app's published_schedule: its arrivals over 60 simulated minutes
+and its cap, 30 more minutes of observation, 45 invocations), sealed, verified and scored. The first run of
+an app computes its no-action baseline alongside (the second core); the figure is the median of three runs
+after it, which find the baseline cached.
 
 Also: a run with twice the faults and twice the duration against the base (it should cost about twice as
 much, not more), the peak resident memory of a marathon, and the command line's own costs (``--help``,
@@ -20,12 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from orchestrator.schedule import default_load
 from tests.benchkit import Figure, median_wall
 
 APPS = (("online-boutique", 20.0), ("train-ticket", 30.0), ("astronomy-shop", 20.0))
 ROUNDS = 3
 SCALE_LIMIT = 2.2
-DOUBLE = ["--faults", "120", "--injection-period", "7200", "--observation-period", "3600"]
+DOUBLE = ["--faults", str(2 * default_load("online-boutique")[0]), "--injection-period", "7200",
+          "--observation-period", "3600"]  # fmt: skip
 CLI = [sys.executable, "-m", "orchestrator.cli"]
 MARATHON = Path(sys.executable).with_name("marathon")
 

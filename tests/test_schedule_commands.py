@@ -11,7 +11,14 @@ from orchestrator.catalog.topologies import load_topology
 from orchestrator.cli import main
 from orchestrator.run.config import make_config
 from orchestrator.run.plan import make_plan
-from orchestrator.schedule import ScheduleParams, concurrency, decoy_inputs, plan_schedule, schedule_to_record
+from orchestrator.schedule import (
+    ScheduleParams,
+    concurrency,
+    decoy_inputs,
+    default_load,
+    plan_schedule,
+    schedule_to_record,
+)
 from orchestrator.schedule_commands import clock, report, seed_argument
 from tests.test_schedule_catalog import APP, fixture_entries
 
@@ -104,11 +111,13 @@ def test_marathon_schedule_prints_the_online_boutique_plan(capsys: pytest.Captur
     scopes, services = decoy_inputs(catalog, load_topology("online-boutique"))
     admitted = admitted_ids("online-boutique")
     assert admitted is not None
+    count, cap = default_load("online-boutique")  # the app's published_schedule
     schedule = plan_schedule(
         app="online-boutique", entries=[e for e in catalog.entries if e.id in admitted], seed=42,
-        scopes=scopes, decoy_services=services,
+        params=ScheduleParams(fault_count=count, max_concurrent=cap), scopes=scopes, decoy_services=services,
     )  # fmt: skip
     assert out.startswith(f"schedule {schedule.content_hash[:12]} for online-boutique, seed 42\n")
+    assert f"{count} arrivals: {len(schedule.activations)} placed" in out
     last_words = [line.split()[-1] for line in out.splitlines() if line.strip()]
     listed = [word for word in last_words if word in catalog.by_id]
     assert listed == [a.catalog_id for a in schedule.activations]

@@ -1,6 +1,6 @@
 """The schedules a run draws (admitted entries) against the published design: the injected categories
-follow the production weights, and with each app's published_schedule concurrency comes near the published
-average and peak."""
+follow the production weights, and concurrency comes near the published average and peak: a run's default
+load is its app's published_schedule."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from orchestrator.catalog.faults import Entry
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.cli import main
-from orchestrator.schedule import ScheduleParams, category_weights, plan_schedule
+from orchestrator.schedule import ScheduleParams, category_weights, default_load, plan_schedule
 from orchestrator.schedule_commands import AVERAGE_TOLERANCE, PEAK_TOLERANCE, summarise
 
 SEEDS = 1000
@@ -27,31 +27,15 @@ def _admitted(app: str) -> list[Entry]:
 
 
 def _drawn_from(app: str) -> tuple[list[Entry], ScheduleParams]:
-    """The entries a run draws from and the app's published_schedule."""
-    entries = _admitted(app)
-    defaults = load_topology(app).published_schedule
-    assert defaults is not None, f"{app} has no published_schedule"
-    return entries, ScheduleParams(fault_count=defaults.fault_count, max_concurrent=defaults.max_concurrent)
+    """The entries a run draws from and the schedule parameters a run has by default."""
+    count, cap = default_load(app)
+    return _admitted(app), ScheduleParams(fault_count=count, max_concurrent=cap)
 
 
-# Online Boutique has 11 culprit services: with ten or so faults active one or two are free, and its
-# authentication entries (two services: cartservice and redis-cart) and two-ended path entries wait for a
-# free culprit more often than others, so both are under-injected (README, "Concurrency").
-STARVED = {"online-boutique"}
-
-
-@pytest.mark.parametrize(
-    "app",
-    [
-        pytest.param(app, marks=pytest.mark.xfail(strict=True, reason="categories starved by its culprits"))
-        if app in STARVED
-        else app
-        for app in app_names()
-    ],
-)
+@pytest.mark.parametrize("app", app_names())
 def test_the_injected_categories_follow_the_production_weights(app: str) -> None:
-    # The schedules a run injects by default (60 arrivals, no cap).
-    entries, params = _admitted(app), ScheduleParams()
+    # The schedules a run injects by default (the app's published_schedule).
+    entries, params = _drawn_from(app)
     injected: Counter[str] = Counter()
     for seed in range(SEEDS):
         plan = plan_schedule(app=app, entries=entries, seed=seed, params=params)
@@ -67,6 +51,13 @@ def test_the_injected_categories_follow_the_production_weights(app: str) -> None
     )
 
 
+def test_the_default_load_is_the_published_schedule() -> None:
+    for app in app_names():
+        published = load_topology(app).published_schedule
+        assert published is not None, f"{app} has no published_schedule"
+        assert default_load(app) == (published.fault_count, published.max_concurrent)
+
+
 @pytest.mark.parametrize("app", app_names())
 def test_published_schedules_come_near_the_published_concurrency(app: str) -> None:
     entries, params = _drawn_from(app)
@@ -80,7 +71,7 @@ def test_published_schedules_come_near_the_published_concurrency(app: str) -> No
 def test_marathon_schedule_summarises_seeds_beside_the_published_figures(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["schedule", "--app", "train-ticket", "--seeds", "1-50", "--published-concurrency"]) == 0
+    assert main(["schedule", "--app", "train-ticket", "--seeds", "1-50"]) == 0
     out = capsys.readouterr().out
     entries, params = _drawn_from("train-ticket")
     summary = summarise(app="train-ticket", seeds=range(1, 51), params=params, entries=entries)

@@ -20,14 +20,18 @@ class ScheduleOverrides(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    faults: int | None = Field(default=None, ge=0, le=1000, description="fault arrivals to draw")
+    faults: int | None = Field(
+        default=None, ge=0, le=1000, description="fault arrivals (default: the app's published_schedule)"
+    )
     delta_s: int | None = Field(default=None, ge=1, le=3600, description="seconds between invocations")
     budget_s: float | None = Field(default=None, gt=0, le=3600, description="wall seconds per invocation")
     injection_period_s: int | None = Field(default=None, ge=1, le=WEEK_S)
     observation_period_s: int | None = Field(default=None, ge=1, le=WEEK_S)
     min_duration_s: int | None = Field(default=None, ge=1, le=WEEK_S)
     max_duration_s: int | None = Field(default=None, ge=1, le=WEEK_S)
-    max_concurrent: int | None = Field(default=None, ge=1, le=1000)
+    max_concurrent: Annotated[int, Field(ge=1, le=1000)] | Literal["none"] | None = Field(
+        default=None, description="most faults active at once, or 'none' (default: the app's published cap)"
+    )
     exclusive_culprits: bool | None = Field(
         default=None, description="one active fault per culprit service at a time (default true)"
     )

@@ -36,6 +36,7 @@ from orchestrator.run.events import (
 from orchestrator.run.finishing import BUNDLE_DIR
 from orchestrator.run.plan import make_plan
 from orchestrator.run.runner import identity_of, preflight
+from orchestrator.schedule_commands import NO_CAP
 
 POLL_S = 0.5
 IDENTITY_TIMEOUT_S = 10.0
@@ -62,6 +63,8 @@ def config_for(request: RunRequest, *, home: Path, runs_root: Path) -> RunConfig
     """The runner's configuration of an API request; ``ConfigError`` names every bad field (no side
     effects: the run directory is only named here)."""
     overrides = request.schedule.model_dump(exclude_none=True)
+    if overrides.get("max_concurrent") == NO_CAP:
+        overrides["max_concurrent"] = None  # given as None, the runner's configuration has no cap
     return make_config(
         app=request.app, seed=request.seed, agent=request.agent, backend=request.backend, clock=request.clock,
         speed=request.speed, kubeconfig=Path(request.kubeconfig) if request.kubeconfig else None,

@@ -208,7 +208,7 @@ class PublishedConcurrency(_Strict):
 class PublishedSchedule(_Strict):
     """Fault arrivals and a cap on active faults with which the app's plans (seeds 1-50) come within 0.5 of
     the published average concurrency and 1 of its peak (README, "Concurrency"); a run or ``marathon
-    schedule`` uses them with ``--published-concurrency``."""
+    schedule`` uses them unless told otherwise (``orchestrator.schedule.default_load``)."""
 
     fault_count: int = Field(ge=0)
     max_concurrent: int | None = Field(default=None, ge=1)

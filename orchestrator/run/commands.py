@@ -49,7 +49,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     clock_help = "stepped (default on the twin) or realtime (always on a real cluster)"
     parser.add_argument("--clock", choices=("stepped", "realtime"), default=None, help=clock_help)
     parser.add_argument("--speed", type=float, default=1.0, help="realtime twin: simulated s per wall s")
-    add_load_arguments(parser, faults=defaults["faults"])
+    add_load_arguments(parser)
     parser.add_argument("--delta", type=int, default=defaults["delta_s"], help="seconds between invocations")
     budget_help = "wall seconds per invocation (default: delta less 10 s, within 1-110 s)"
     parser.add_argument("--budget", type=float, default=None, help=budget_help)

@@ -35,7 +35,7 @@ import orchestrator
 from orchestrator.agents.options import OptionValue, option_problems, plain_value
 from orchestrator.catalog.apps import app_names, listed
 from orchestrator.errors import ConfigError, Problem
-from orchestrator.schedule import ScheduleParams
+from orchestrator.schedule import ScheduleParams, default_load
 
 _WHERE = "run configuration"
 PACKAGE_ROOT = Path(orchestrator.__file__).resolve().parent
@@ -72,7 +72,7 @@ class RunConfig(BaseModel):
     agent_options: dict[OptionName, AgentOption] = Field(default_factory=dict)
     backend: Literal["twin", "kube"] = "twin"
     clock: Literal["stepped", "realtime"] = "stepped"
-    faults: int = Field(default=60, ge=0)
+    faults: int = Field(default=ScheduleParams.fault_count, ge=0)  # set from the app (``_derived_defaults``)
     delta_s: int = Field(default=120, ge=1)
     budget_s: float = Field(default=110.0, gt=0)
     injection_period_s: int = Field(default=3600, ge=1)
@@ -104,10 +104,18 @@ class RunConfig(BaseModel):
     @classmethod
     def _derived_defaults(cls, data: Any) -> Any:
         """The defaults that follow from other fields, chosen here once for the CLI and the control plane:
-        a real cluster's clock is realtime and the twin's stepped; the budget is Δ less 10 s, in 1-110 s."""
+        a real cluster's clock is realtime and the twin's stepped; the budget is Δ less 10 s, in 1-110 s;
+        the arrivals and the cap are the app's ``default_load`` (its published_schedule) unless given, where
+        ``max_concurrent`` given as None means no cap."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        app = data.get("app")
+        if isinstance(app, str) and (data.get("faults") is None or "max_concurrent" not in data):
+            count, cap = default_load(app)
+            if data.get("faults") is None:
+                data["faults"] = count
+            data.setdefault("max_concurrent", cap)
         if data.get("clock") is None:
             data["clock"] = "realtime" if data.get("backend") == "kube" else "stepped"
         delta = data.get("delta_s", 120)

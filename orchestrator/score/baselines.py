@@ -170,6 +170,8 @@ def noop_command(manifest: RunManifest, *, runs: Path) -> str:
         value = params.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
             words += [flag, f"{value:g}"]
+        elif key == "max_concurrent" and key in params and value is None:
+            words += [flag, "none"]  # no cap, where the command's default is the app's cap
     if params.get("exclusive_culprits") is False:
         words.append("--shared-culprits")
     words += ["--runs", str(runs)]

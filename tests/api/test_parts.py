@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import create_engine, text
 
 import orchestrator.api
@@ -54,6 +55,7 @@ from orchestrator.run.events import (
     ServicePoint,
     Started,
 )
+from orchestrator.schedule import default_load
 
 
 def _fields(run_id: str, *, target: str, app: str = "online-boutique", agent: str = "noop") -> dict[str, Any]:
@@ -149,6 +151,20 @@ def test_a_request_becomes_the_runner_configuration_and_its_problems_point_into_
         config_for(bad, home=tmp_path / "h", runs_root=tmp_path / "runs")
     locations = [d["loc"] for d in config_problems(caught.value.problems, str(caught.value))]
     assert ["body", "schedule", "injection_period_s"] in locations
+
+
+def test_a_request_runs_the_apps_published_load_unless_it_asks_for_another(tmp_path: Path) -> None:
+    def load(**overrides: Any) -> tuple[int, int | None]:
+        schedule = ScheduleOverrides(**overrides)
+        request = RunRequest(app="online-boutique", seed=3, agent="noop", schedule=schedule)
+        config = config_for(request, home=tmp_path / "h", runs_root=tmp_path / "runs")
+        return config.faults, config.max_concurrent
+
+    assert load() == default_load("online-boutique") == (90, 10)
+    assert load(max_concurrent="none") == (90, None)
+    assert load(faults=60, max_concurrent=4) == (60, 4)
+    with pytest.raises(ValidationError):
+        ScheduleOverrides.model_validate({"max_concurrent": "unlimited"})
 
 
 def _closed_port() -> int:

@@ -179,6 +179,12 @@ def test_the_suggested_command_runs_the_noop_agent_on_the_same_schedule_paramete
     assert args.runs == tmp_path / "runs"
 
 
+def test_the_suggested_command_of_a_run_without_a_cap_says_so() -> None:
+    # Without the flag the command would run the app's default cap, another schedule.
+    words = noop_command(_manifest(max_concurrent=None), runs=Path("runs")).split()
+    assert build_parser("run").parse_args(words[1:]).max_concurrent == "none"
+
+
 def test_a_baseline_made_by_other_code_is_used_only_without_the_runs_own_and_with_a_warning(
     tmp_path: Path,
 ) -> None:
