@@ -57,7 +57,6 @@ def test_an_application_that_never_serves_stops_the_run_before_it_starts(
     assert stopped == [True]  # its twin and Prometheus are not left running
 
 
-
 def test_a_stepped_world_waits_for_its_series_only_when_asked(tmp_path: Path) -> None:
     world = start_twin_world(app="online-boutique", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
     try:
