@@ -22,7 +22,7 @@ class ChaosStatusController:
 
     def sync(self, now: float) -> None:
         for rtype in CHAOS_TYPES:
-            for chaos in sorted(self.store.values(rtype), key=object_key):
+            for chaos in self.store.list(rtype):
                 status = self._status(chaos, now)
                 if status != chaos.get("status"):
                     self.store.put(rtype, {**chaos, "status": status})

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from orchestrator.errors import ApiStatusError
 from orchestrator.twin.apiserver.patching import json_patch, merge_patch, strategic_merge_patch
+from orchestrator.twin.controllers.workloads import object_key
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
 from orchestrator.twin.store import DEPLOYMENTS, NAMESPACES, Store
 from tests.twin.api.support import NAMESPACE, deployment
@@ -128,6 +129,8 @@ def test_lists_stay_sorted_and_complete_through_creations_deletions_and_writes(
             store.delete(DEPLOYMENTS, namespace, name)  # a controller writing back what it read before
             assert all(store.list(DEPLOYMENTS, scope) is not None for scope in (None, namespace))
             store.put(DEPLOYMENTS, {**found, "status": {"replicas": number}}, old=found)
+        # The order the controllers walk a type in, which they once sorted themselves.
+        assert store.list(DEPLOYMENTS) == sorted(store.values(DEPLOYMENTS), key=object_key)
         for scope in (None, NAMESPACE, "other"):
             assert [o["metadata"]["name"] for o in store.list(DEPLOYMENTS, scope)] == _listed_afresh(
                 store, scope
