@@ -118,7 +118,7 @@ class Session:
         due at t_k and the agent's invocation; False when stopped."""
         t_k = float(k * self.config.delta_s)
         while (at := self._next_change(due, decoys)) is not None and at < t_k:
-            if not self._advance(at):
+            if not self._advance(at, series=bool(self._ending(at))):
                 return False
             self._between(at, due, decoys)
         if not self._advance(t_k):
@@ -152,17 +152,22 @@ class Session:
         """The changes due at ``at``, between two boundaries (the world is there). Only the probes of the
         faults about to be reverted are read up to it; the rule pack and the entry point wait for the next
         boundary."""
-        failed = self.driver.failed_reverts
-        ending = [f for f in self._live() if f.activation.end_s <= at and f.fault_id not in failed]
+        ending = self._ending(at)
         if ending:
             with self._phase("observe"):
                 self.recorder.observe_probes(ending, until=at)
         self._apply(at, due, decoys)
 
-    def _advance(self, t: float) -> bool:
-        """Move the world to ``t``; False when stopped on the way."""
+    def _ending(self, at: float) -> list[LiveFault]:
+        """The live faults due to be reverted by ``at`` (a failed revert is not tried again)."""
+        failed = self.driver.failed_reverts
+        return [f for f in self._live() if f.activation.end_s <= at and f.fault_id not in failed]
+
+    def _advance(self, t: float, *, series: bool = True) -> bool:
+        """Move the world to ``t``, with every series in Prometheus unless ``series`` is False (nothing
+        reads them before the next move that asks); False when stopped on the way."""
         with self._phase("advance"):
-            self.world.advance_to(t, stop=self.stop)
+            self.world.advance_to(t, stop=self.stop, series=series)
         return not self.stop.is_set()
 
     def _apply(self, t: float, due: list[Activation], decoys: list[Decoy]) -> None:

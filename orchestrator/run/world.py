@@ -48,7 +48,10 @@ class World(Protocol):
 
     def now_s(self) -> float: ...
 
-    def advance_to(self, t_s: float, *, stop: threading.Event) -> float: ...
+    def advance_to(self, t_s: float, *, stop: threading.Event, series: bool = True) -> float:
+        """Move (or wait for) the world to ``t_s``; with ``series``, every series so far is in Prometheus
+        when it returns. Without, a world that pushes its own series may leave them for a later call that
+        asks: nothing reads Prometheus in between."""
 
     def settle(self) -> None: ...
 
@@ -143,10 +146,12 @@ class SteppedTwinWorld(TwinWorld):
     def begin(self) -> None:
         return None  # the runner moves the twin; there is no clock to start
 
-    def advance_to(self, t_s: float, *, stop: threading.Event) -> float:
+    def advance_to(self, t_s: float, *, stop: threading.Event, series: bool = True) -> float:
         """Move the world to ``t_s`` (not back: injections may have settled it past), with every series so
-        far in Prometheus: what is read next may read them."""
-        self.running.advance(max(0.0, t_s - self.now_s()))
+        far in Prometheus when ``series`` says that what is read next may read them. Without, the series
+        are pushed in whole batches as they come and waited for by the next call that asks: each wait for
+        a partial batch costs the pusher and Prometheus more per sample and holds the world still."""
+        self.running.advance(max(0.0, t_s - self.now_s()), flush=series)
         return self.now_s()
 
     def catch_up(self, t_s: float, *, stop: threading.Event) -> None:
@@ -174,8 +179,9 @@ class RealtimeTwinWorld(TwinWorld):
             self.running.twin.mode = "realtime"
             self.running.twin.start_clock()
 
-    def advance_to(self, t_s: float, *, stop: threading.Event) -> float:
-        """Wait until the world's own clock has reached ``t_s`` or ``stop`` is set."""
+    def advance_to(self, t_s: float, *, stop: threading.Event, series: bool = True) -> float:
+        """Wait until the world's own clock has reached ``t_s`` or ``stop`` is set (its series are pushed
+        as they come, whatever ``series`` says)."""
         while self.now_s() < t_s and not stop.is_set():
             self._check_clock()
             stop.wait(REALTIME_POLL_S)
@@ -232,7 +238,7 @@ class KubeWorld:
     def now_s(self) -> float:
         return time.monotonic() - self._origin_monotonic
 
-    def advance_to(self, t_s: float, *, stop: threading.Event) -> float:
+    def advance_to(self, t_s: float, *, stop: threading.Event, series: bool = True) -> float:
         while self.now_s() < t_s and not stop.is_set():
             stop.wait(min(1.0, max(REALTIME_POLL_S, t_s - self.now_s())))
         return self.now_s()

@@ -77,6 +77,9 @@ class Store:
         self.deletions = 0
         # resourceVersion of the last change per (group, plural): lets controllers skip quiet steps.
         self.last_change: dict[tuple[str, str], int] = {}
+        # The sorted keys ``list`` walks, per (group, plural) and namespace asked for (None for all); a
+        # type's are dropped when one of its objects is created or deleted, as a write keeps every key.
+        self._listed: dict[tuple[str, str], dict[str | None, builtins.list[Key]]] = {}
 
     # -- identity ---------------------------------------------------------------------------------
     @property
@@ -111,8 +114,13 @@ class Store:
         fields: Callable[[Obj], bool] | None = None,
     ) -> list[Obj]:
         """Objects sorted by (namespace, name), as the API server lists them from etcd."""
-        bucket = self._objects.get((rtype.group, rtype.plural), {})
-        keys = sorted(k for k in bucket if namespace is None or not rtype.namespaced or k[0] == namespace)
+        kind = (rtype.group, rtype.plural)
+        bucket = self._objects.get(kind, {})
+        scope = namespace if rtype.namespaced else None
+        listed = self._listed.setdefault(kind, {})
+        keys = listed.get(scope)
+        if keys is None:
+            keys = listed[scope] = sorted(k for k in bucket if scope is None or k[0] == scope)
         found = [bucket[k] for k in keys]
         if labels:
             found = [o for o in found if labels_match(labels, o["metadata"].get("labels"))]
@@ -192,6 +200,7 @@ class Store:
             if initial is not None:
                 obj["status"] = initial(obj)
         bucket[key] = obj
+        self._listed.pop((rtype.group, rtype.plural), None)
         self._record("ADDED", rtype, obj)
         return obj
 
@@ -246,7 +255,10 @@ class Store:
             generation += 1
         meta["generation"] = generation
         meta["resourceVersion"] = self._bump()
-        self._objects[(rtype.group, rtype.plural)][key] = obj
+        bucket = self._objects[(rtype.group, rtype.plural)]
+        if key not in bucket:  # an object written back after its deletion comes again
+            self._listed.pop((rtype.group, rtype.plural), None)
+        bucket[key] = obj
         self._record("MODIFIED", rtype, obj)
         return obj
 
@@ -255,6 +267,7 @@ class Store:
         old = self.get(rtype, namespace, name)
         key = self._key(rtype, old)
         del self._objects[(rtype.group, rtype.plural)][key]
+        self._listed.pop((rtype.group, rtype.plural), None)
         self.deletions += 1
         gone = {**old, "metadata": {**old["metadata"], "resourceVersion": self._bump()}}
         self._record("DELETED", rtype, gone)

@@ -11,6 +11,8 @@ import pytest
 from orchestrator.errors import OrchestratorError
 from orchestrator.run import world as world_module
 from orchestrator.run.world import WARMUP_QUIET_S, start_twin_world
+from orchestrator.telemetry.querying import PrometheusQuerier
+from orchestrator.twin.observe.telemetry import SCRAPE_SECONDS, timestamp_ms
 from orchestrator.twin.timefmt import EPOCH
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed")
@@ -53,3 +55,25 @@ def test_an_application_that_never_serves_stops_the_run_before_it_starts(
     assert "train-ticket: not every workload became available within 10 s" in str(raised.value)
     assert "ts-order-service" in str(raised.value) and "tsdb-mysql" in str(raised.value)
     assert stopped == [True]  # its twin and Prometheus are not left running
+
+
+def test_a_stepped_world_waits_for_its_series_only_when_asked(tmp_path: Path) -> None:
+    world = start_twin_world(app="online-boutique", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
+    try:
+        twin, querier = world.running.twin, PrometheusQuerier(world.prometheus.url)
+
+        def newest_in_prometheus() -> tuple[float, float]:
+            """The instant of the twin's last scrape, and the newest sample Prometheus has up to it."""
+            last = timestamp_ms(twin.next_scrape - SCRAPE_SECONDS) / 1000
+            found = querier.instant("max(timestamp(kube_pod_info))", at=last)
+            return last, found[0].value
+
+        # Two scrapes on, fewer than a push's worth: without being asked, nothing waits for them.
+        world.advance_to(30.0, stop=threading.Event(), series=False)
+        last, newest = newest_in_prometheus()
+        assert newest < last
+        world.advance_to(45.0, stop=threading.Event())
+        last, newest = newest_in_prometheus()
+        assert newest == last
+    finally:
+        world.stop()

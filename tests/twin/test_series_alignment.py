@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from orchestrator.twin.observe.alignment import Positions, align, common_run
 from orchestrator.twin.observe.metrics import Key
-from orchestrator.twin.observe.telemetry import STALE_NAN, Telemetry, _series, timestamp_ms
+from orchestrator.twin.observe.telemetry import DIGEST_BLOCK, STALE_NAN, Telemetry, _series, timestamp_ms
 
 
 def _key(i: int) -> Key:
@@ -137,3 +137,15 @@ def test_positions_carried_through_alignments_are_those_of_each_list(
         assert all(positions.get(key) == at for at, key in enumerate(keys))
         made = [_key(i) for i in range(8)] + [_key(i) for i in range(100, next(fresh))]
         assert all(positions.get(key) is None for key in made if key not in keys)
+
+
+def test_the_digest_of_lists_longer_than_a_block_is_that_of_the_whole_list_at_once() -> None:
+    # Lists of a block, a block and one, and several blocks with a remainder, changed and unchanged: the
+    # names reach the digest a block at a time, with the same bytes as one join of the whole list.
+    sizes = [DIGEST_BLOCK, DIGEST_BLOCK + 1, 3 * DIGEST_BLOCK + 17, 3 * DIGEST_BLOCK + 17, 2 * DIGEST_BLOCK]
+    lists = [[_key(i) for i in range(size)] for size in sizes]
+    lists[3] = [*lists[3][:100], _key(50_000), *lists[3][101:]]
+    telemetry = Telemetry(remote_write_url=None)
+    for k, listed in enumerate(lists):
+        telemetry.record(15.0 * k, list(listed), [float(i) for i in range(len(listed))])
+    assert telemetry.digest == _naive(lists)[0]

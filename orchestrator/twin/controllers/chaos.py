@@ -19,17 +19,33 @@ class ChaosStatusController:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # Whether each experiment's selector matched a pod, by (plural, namespace, name), with the
+        # experiment's resourceVersion and the pods' last change it was worked out at: only a change of
+        # either can change it, and most steps change neither.
+        self._selected: dict[tuple[str, str, str], tuple[str, int, bool]] = {}
 
     def sync(self, now: float) -> None:
+        pods_at = self.store.last_change.get((PODS.group, PODS.plural), 0)
+        selected: dict[tuple[str, str, str], tuple[str, int, bool]] = {}
         for rtype in CHAOS_TYPES:
-            for chaos in sorted(self.store.values(rtype), key=object_key):
-                status = self._status(chaos, now)
+            for chaos in self.store.list(rtype):
+                key = (rtype.plural, *object_key(chaos))
+                version = chaos["metadata"]["resourceVersion"]
+                known = self._selected.get(key)
+                if known is not None and known[0] == version and known[1] == pods_at:
+                    matches = known[2]
+                else:
+                    matches = self.selects_any(chaos)
+                status = self._status(chaos, now, selected=matches)
                 if status != chaos.get("status"):
-                    self.store.put(rtype, {**chaos, "status": status})
+                    written = self.store.put(rtype, {**chaos, "status": status})
+                    version = written["metadata"]["resourceVersion"]  # a status write keeps the selector
+                selected[key] = (version, pods_at, matches)
+        self._selected = selected
 
-    def _status(self, chaos: Obj, now: float) -> Obj:
-        spec = chaos.get("spec") or {}
-        selector = spec.get("selector") or {}
+    def selects_any(self, chaos: Obj) -> bool:
+        """Whether the experiment's selector matches any pod now (no side effects)."""
+        selector = (chaos.get("spec") or {}).get("selector") or {}
         namespaces = selector.get("namespaces") or [chaos["metadata"]["namespace"]]
         requirements = selector_from_match(
             {
@@ -39,15 +55,17 @@ class ChaosStatusController:
         )
         if selector.get("pods"):
             listed = {(ns, name) for ns, names in selector["pods"].items() for name in names}
-            matched = [p for p in self.store.values(PODS) if object_key(p) in listed]
-        else:
-            matched = [p for ns in namespaces for p in self.store.list(PODS, ns, labels=requirements)]
+            return any(object_key(p) in listed for p in self.store.values(PODS))
+        return any(self.store.list(PODS, ns, labels=requirements) for ns in namespaces)
+
+    def _status(self, chaos: Obj, now: float, *, selected: bool) -> Obj:
+        spec = chaos.get("spec") or {}
         annotations = chaos["metadata"].get("annotations")
         created = parse_rfc3339(chaos["metadata"]["creationTimestamp"])
         running = in_effect(spec=spec, annotations=annotations, created=created, now=now)
         flags = {
-            "Selected": bool(matched),
-            "AllInjected": running and bool(matched),
+            "Selected": selected,
+            "AllInjected": running and selected,
             "AllRecovered": not running,
             "Paused": paused(annotations),
         }

@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.replicasets import DeletePod, pod_ready
-from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner, object_key
+from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner
 from orchestrator.twin.store import DAEMONSETS, NODES, PODS, Obj, Store
 
 COMPONENT = "daemonset-controller"
@@ -34,7 +34,7 @@ class DaemonSetController:
             return
         nodes = [n["metadata"]["name"] for n in self.store.list(NODES)]
         by_owner = self._owned()
-        for ds in sorted(self.store.values(DAEMONSETS), key=object_key):
+        for ds in self.store.list(DAEMONSETS):
             placed: dict[str, Obj] = {}
             for pod in by_owner.get(ds["metadata"]["uid"], []):
                 node = pod["spec"].get("nodeName") or ""
@@ -60,7 +60,7 @@ class DaemonSetController:
             return
         nodes = {n["metadata"]["name"] for n in self.store.values(NODES)}
         by_owner = self._owned()
-        for ds in sorted(self.store.values(DAEMONSETS), key=object_key):
+        for ds in self.store.list(DAEMONSETS):
             pods = [p for p in by_owner.get(ds["metadata"]["uid"], []) if p["spec"].get("nodeName") in nodes]
             ready = sum(1 for p in pods if pod_ready(p))
             status: dict[str, Any] = {

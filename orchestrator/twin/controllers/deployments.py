@@ -23,7 +23,6 @@ from orchestrator.twin.controllers.workloads import (
     controller_uid,
     deployment_status,
     group_by_owner,
-    object_key,
     ordered,
     owner_reference,
     revision,
@@ -69,7 +68,7 @@ class WorkloadControllers:
         # A ReplicaSet's controller is a Deployment; a ControllerRevision's a StatefulSet.
         for owners, kind in ((DEPLOYMENTS, REPLICASETS), (STATEFULSETS, CONTROLLER_REVISIONS)):
             alive = {o["metadata"]["uid"] for o in self.store.values(owners)}
-            for dependent in sorted(self.store.values(kind), key=object_key):
+            for dependent in self.store.list(kind):
                 owner = controller_uid(dependent)
                 if owner is not None and owner not in alive:
                     meta = dependent["metadata"]
@@ -80,7 +79,7 @@ class WorkloadControllers:
             for kind in (REPLICASETS, JOBS, REPLICATION_CONTROLLERS, DAEMONSETS, STATEFULSETS)
             for o in self.store.values(kind)
         }
-        for pod in sorted(self.store.values(PODS), key=object_key):
+        for pod in self.store.list(PODS):
             owner = controller_uid(pod)
             deleting = pod["metadata"].get("deletionTimestamp")
             if owner is not None and owner not in alive_owners and not deleting:
@@ -92,7 +91,7 @@ class WorkloadControllers:
         if not self.store.changed_since(self._reconciled, DEPLOYMENTS, REPLICASETS):
             return
         by_owner = group_by_owner(self.store.values(REPLICASETS))
-        for deployment in sorted(self.store.values(DEPLOYMENTS), key=object_key):
+        for deployment in self.store.list(DEPLOYMENTS):
             owned = by_owner.get(deployment["metadata"]["uid"], [])
             # Reconciling is a function of the deployment and its ReplicaSets: unchanged inputs, no work.
             if self._reconcile_inputs.get(deployment["metadata"]["uid"]) != _inputs(deployment, owned):
@@ -323,7 +322,7 @@ class WorkloadControllers:
         by_owner = group_by_owner(self.store.values(REPLICASETS))
         in_progress = False
         settled: dict[str, tuple[str, ...]] = {}
-        for deployment in sorted(self.store.values(DEPLOYMENTS), key=object_key):
+        for deployment in self.store.list(DEPLOYMENTS):
             uid = deployment["metadata"]["uid"]
             owned = by_owner.get(uid, [])
             inputs = _inputs(deployment, owned)

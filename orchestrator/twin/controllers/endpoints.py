@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from orchestrator.twin.controllers.replicasets import pod_ready
-from orchestrator.twin.controllers.workloads import object_key
 from orchestrator.twin.selectors import labels_match, selector_from_match
 from orchestrator.twin.store import ENDPOINT_SLICES, ENDPOINTS, PODS, SERVICES, Obj, Store
 from orchestrator.twin.timefmt import rfc3339
@@ -50,7 +49,7 @@ class EndpointsController:
         for pod in self.store.values(PODS):
             if (pod.get("status") or {}).get("podIP") and not pod["metadata"].get("deletionTimestamp"):
                 by_namespace.setdefault(pod["metadata"]["namespace"], []).append(pod)
-        for service in sorted(self.store.values(SERVICES), key=object_key):
+        for service in self.store.list(SERVICES):
             selector = (service.get("spec") or {}).get("selector")
             if not selector:
                 continue  # endpoints of a selector-less service are written by hand

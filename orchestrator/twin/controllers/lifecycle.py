@@ -25,7 +25,6 @@ from orchestrator.twin.controllers.podstate import (
     terminated_state,
 )
 from orchestrator.twin.controllers.scheduling import NodeSlot, Scheduler, slots
-from orchestrator.twin.controllers.workloads import object_key
 from orchestrator.twin.logbook import LogBook
 from orchestrator.twin.runtime_protocol import ContainerVerdict, PodRuntime
 from orchestrator.twin.store import NODES, PODS, Obj, Store
@@ -95,7 +94,7 @@ class Kubelet:
     # -- the step ---------------------------------------------------------------------------------
     def step(self, now: float) -> None:
         nodes: dict[str, NodeSlot] | None = None
-        for pod in sorted(self.store.values(PODS), key=object_key):
+        for pod in self.store.list(PODS):
             uid = pod["metadata"]["uid"]
             if uid in self._deleting:
                 if now - self._deleting[uid] >= TERMINATION_S:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.twin.controllers.events import EventRecorder
-from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner, object_key
+from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner
 from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.store import PODS, REPLICASETS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339
@@ -69,7 +69,7 @@ class ReplicaSetController:
         by_owner = group_by_owner(
             p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
         )
-        for rs in sorted(self.store.values(self.kind), key=object_key):
+        for rs in self.store.list(self.kind):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             wanted = int(rs["spec"].get("replicas", 1))
             if len(pods) < wanted:
@@ -106,7 +106,7 @@ class ReplicaSetController:
         by_owner = group_by_owner(
             p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
         )
-        for rs in sorted(self.store.values(self.kind), key=object_key):
+        for rs in self.store.list(self.kind):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             min_ready = int(rs["spec"].get("minReadySeconds", 0))
             ready = [p for p in pods if pod_ready(p)]

@@ -19,7 +19,6 @@ from orchestrator.twin.controllers.replicasets import DeletePod, pod_ready
 from orchestrator.twin.controllers.workloads import (
     LAST_APPLIED,
     group_by_owner,
-    object_key,
     owned_pod,
     owner_reference,
     template_hash,
@@ -96,7 +95,7 @@ class StatefulSetController:
             return
         revisions = self._revisions()
         pods = group_by_owner(self.store.values(PODS))
-        for sts in sorted(self.store.values(STATEFULSETS), key=object_key):
+        for sts in self.store.list(STATEFULSETS):
             uid = sts["metadata"]["uid"]
             update = self._update_revision(sts, revisions.get(uid, []))
             self._reconcile_set(sts, pods.get(uid, []), update, now)
@@ -191,7 +190,7 @@ class StatefulSetController:
             return
         revisions = self._revisions()
         pods = group_by_owner(self.store.values(PODS))
-        for sts in sorted(self.store.values(STATEFULSETS), key=object_key):
+        for sts in self.store.list(STATEFULSETS):
             uid = sts["metadata"]["uid"]
             status = _status(sts, pods.get(uid, []), revisions.get(uid, []))
             if status != sts.get("status"):

@@ -6,9 +6,12 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator.errors import ApiStatusError
 from orchestrator.twin.apiserver.patching import json_patch, merge_patch, strategic_merge_patch
+from orchestrator.twin.controllers.workloads import object_key
 from orchestrator.twin.selectors import labels_match, parse_field_selector, parse_label_selector
 from orchestrator.twin.store import DEPLOYMENTS, NAMESPACES, Store
 from tests.twin.api.support import NAMESPACE, deployment
@@ -86,6 +89,52 @@ def test_watch_history_resumes_from_a_version_and_reports_compaction() -> None:
     store.changes.clear()
     store.create(DEPLOYMENTS, deployment("web", image="a:1"))
     assert store.changes_since(start) is None
+
+
+def _listed_afresh(store: Store, namespace: str | None) -> list[str]:
+    """Every deployment's name in (namespace, name) order, sorted here rather than by ``list``."""
+    everything = sorted(
+        store.values(DEPLOYMENTS), key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"])
+    )
+    return [o["metadata"]["name"] for o in everything if namespace in (None, o["metadata"]["namespace"])]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["create", "delete", "write", "write-gone"]), st.integers(0, 7), st.booleans()
+        ),
+        max_size=30,
+    )
+)
+def test_lists_stay_sorted_and_complete_through_creations_deletions_and_writes(
+    steps: list[tuple[str, int, bool]],
+) -> None:
+    # The store keeps the sorted keys a list walks until an object comes or goes: every list, of one
+    # namespace or of all, after any mix of creations, deletions and writes, is the one sorted afresh.
+    store = store_with_namespace()
+    store.create(NAMESPACES, {"metadata": {"name": "other"}})
+    for edit, number, elsewhere in steps:
+        namespace, name = ("other" if elsewhere else NAMESPACE), f"web-{number}"
+        found = store.find(DEPLOYMENTS, namespace, name)
+        if edit == "create" and found is None:
+            store.create(DEPLOYMENTS, {**deployment(name, image="a:1"), "metadata": {
+                "name": name, "namespace": namespace, "labels": {"app": name}}})  # fmt: skip
+        elif edit == "delete" and found is not None:
+            store.delete(DEPLOYMENTS, namespace, name)
+        elif edit == "write" and found is not None:
+            store.put(DEPLOYMENTS, {**found, "status": {"replicas": number}})
+        elif edit == "write-gone" and found is not None:
+            store.delete(DEPLOYMENTS, namespace, name)  # a controller writing back what it read before
+            assert all(store.list(DEPLOYMENTS, scope) is not None for scope in (None, namespace))
+            store.put(DEPLOYMENTS, {**found, "status": {"replicas": number}}, old=found)
+        # The order the controllers walk a type in, which they once sorted themselves.
+        assert store.list(DEPLOYMENTS) == sorted(store.values(DEPLOYMENTS), key=object_key)
+        for scope in (None, NAMESPACE, "other"):
+            assert [o["metadata"]["name"] for o in store.list(DEPLOYMENTS, scope)] == _listed_afresh(
+                store, scope
+            )
 
 
 def test_set_based_label_selectors_and_field_selectors_match_as_upstream() -> None:
