@@ -67,6 +67,7 @@ class Telemetry:
         self._queue: queue.Queue[list[tuple[int, list[Key], list[float]]] | None] | None = None
         self._thread: threading.Thread | None = None
         self._error: TelemetryError | None = None
+        self._held: list[tuple[int, list[Key], list[float]]] | None = None
         self.scrapes = 0
         self.pushed_samples = 0
         self.requests = 0
@@ -133,6 +134,28 @@ class Telemetry:
         self._last_distinct = True
         return sorted(last[at] for at in found.uncovered), names
 
+    def hold(self) -> None:
+        """Keep every scrape until ``send_to`` names a Prometheus, instead of dropping them for want of a
+        URL: a twin moved before its copies, each with its own Prometheus, go their own ways."""
+        if self.url is not None:
+            raise TelemetryError(f"the twin's series already go to {self.url}")
+        self._held = []
+
+    def send_to(self, remote_write_url: str) -> None:
+        """Push to ``remote_write_url`` from now on, the scrapes held so far first (in pushes of the usual
+        size), as if it had been the URL from the start."""
+        if self.url is not None:
+            raise TelemetryError(f"the twin's series already go to {self.url}")
+        self.url = remote_write_url
+        self._queue = queue.Queue()
+        self._writer = RemoteWriteClient(remote_write_url, retries=2, timeout_s=30.0)
+        held, self._held = self._held or [], None
+        pending, self._scrapes = self._scrapes, []
+        for start in range(0, len(held), SCRAPES_PER_PUSH):
+            self._scrapes = held[start : start + SCRAPES_PER_PUSH]
+            self._hand_over()
+        self._scrapes = pending
+
     def flush(self) -> None:
         """Push everything scraped so far and wait until Prometheus has it; without a URL, drop it."""
         self._hand_over()
@@ -145,6 +168,9 @@ class Telemetry:
 
     def _hand_over(self) -> None:
         scrapes, self._scrapes = self._scrapes, []
+        if self._held is not None:
+            self._held.extend(scrapes)
+            return
         if self._queue is None or not scrapes:
             return
         if self._thread is None:
