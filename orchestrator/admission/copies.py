@@ -111,9 +111,10 @@ class Copy:
 
 
 def serve_copy(stage: Stage, *, kubeconfig: Path, remote_write_url: str) -> Copy:
-    """Serve the stage's twin in this (copied) process; its series, held ones first, go to
-    ``remote_write_url``."""
+    """Serve the stage's twin in this (copied) process; its series go to ``remote_write_url``, where the
+    held ones are on return, as a twin's are when the advance that scraped them returns."""
     stage.twin.telemetry.send_to(remote_write_url)
+    stage.twin.telemetry.flush()
     return Copy(serve_twin(stage.twin, kubeconfig=kubeconfig, certificates=stage.certificates, app=stage.app))
 
 
