@@ -1,8 +1,8 @@
 """A stepped twin in its own process (``marathon twin serve --clock stepped``), moved over HTTP.
 
 For a test that must kill a twin outright, as a crash would, while another process recovers what it
-journaled. The child writes its kubeconfig (the CA its HTTPS server's certificate comes from, the bearer token it wants) before it
-says where it serves; the parent reads both from there.
+journaled. The child writes its kubeconfig (the CA its HTTPS server's certificate comes from, the bearer
+token it wants) before it says where it serves; the parent reads both from there.
 """
 
 from __future__ import annotations
