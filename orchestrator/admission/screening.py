@@ -5,6 +5,10 @@ The timeline of one entry (simulated seconds): warm up; for a config fault a fir
 (only the second observation counts); a five-minute window before injection; the injection and a five-minute
 window after it; the revert, a recovery period, and a window in which the message must have stopped. The
 alerts attributable to the entry are those that start from the injection to the revert plus the grace.
+
+Until the timelines part (after the warm-up for a config fault, after the window before injection for the
+others) every entry's twin goes the same way, so a worker moves a twin there once and screens each entry on
+a copy of it (``orchestrator.admission.copies``): the twin is still fresh to the entry and the entry's alone.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.admission.copies import Copy, Stage, in_copy, quiet_stage, serve_copy, warm_stage
 from orchestrator.admission.judging import judge
 from orchestrator.admission.observing import EPOCH_S, ClusterReader, Window
-from orchestrator.admission.twins import TwinProcess, attach_twin, spawn_twin
 from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Measurements, Procedure
 from orchestrator.catalog.faults import ConfigFault, Entry
 from orchestrator.catalog.loading import Catalog
@@ -102,15 +106,15 @@ def jobs_for(
 
 
 def admit(jobs: list[Job], *, workers: int = 2) -> tuple[list[AdmissionRecord], dict[str, str]]:
-    """Screen every job, ``workers`` at a time; returns the records and the entries that could not be run."""
+    """Screen every job, ``workers`` at a time; returns the records and the entries that could not be run.
+
+    Each worker is a fresh interpreter (no inherited threads or sockets, which its copies could not
+    have): it warms its twins once and screens every entry in a copy of itself (``copies.in_copy``)."""
     records: list[AdmissionRecord] = []
     failures: dict[str, str] = {}
-    if workers <= 1:
-        outcomes = [_run(job) for job in jobs]
-    else:
-        spawn = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited threads or sockets
-        with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
-            outcomes = list(pool.map(_run, jobs))
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
+        outcomes = list(pool.map(_run, jobs))
     for job, outcome in zip(jobs, outcomes, strict=True):
         if isinstance(outcome, str):
             failures[job.entry.id] = outcome
@@ -119,40 +123,76 @@ def admit(jobs: list[Job], *, workers: int = 2) -> tuple[list[AdmissionRecord], 
     return records, failures
 
 
+# The stages a worker has warmed, by app, seed, settings and whether the window before injection is shared.
+_stages: dict[tuple[str, int, Settings, bool], Stage] = {}
+
+
 def _run(job: Job) -> AdmissionRecord | str:
     try:
-        return admit_entry(job)
+        stage = stage_for(job)
+    except OrchestratorError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return in_copy(lambda: _run_copy(job, stage))
+
+
+def _run_copy(job: Job, stage: Stage) -> AdmissionRecord | str:
+    try:
+        return admit_entry(job, stage)
     except OrchestratorError as exc:
         return f"{type(exc).__name__}: {exc}"
 
 
-def admit_entry(job: Job) -> AdmissionRecord:
-    """Screen one entry on a fresh twin. Side effects: starts (and stops) a twin and a Prometheus."""
+def stage_for(job: Job) -> Stage:
+    """The warm twin this process copies for the job, warmed on first use: a config fault's timeline parts
+    from the others' after the warm-up (its first injection and revert come first), any other's after the
+    window before injection."""
+    settings = job.settings
+    shared = not isinstance(job.entry, ConfigFault)
+    key = (job.app, settings.seed, settings, shared)
+    if key not in _stages:
+        _stages[key] = (
+            quiet_stage(
+                job.app,
+                seed=settings.seed,
+                warmup_s=settings.warmup_s,
+                chunk_s=settings.chunk_s,
+                window_s=settings.window_s,
+            )
+            if shared
+            else warm_stage(job.app, seed=settings.seed, warmup_s=settings.warmup_s, chunk_s=settings.chunk_s)
+        )
+    return _stages[key]
+
+
+def admit_entry(job: Job, stage: Stage) -> AdmissionRecord:
+    """Screen one entry on the stage's twin, served by this process with a Prometheus of its own; call it
+    in a copy of the process that warmed the stage, which ends with the entry (the twin and its server
+    thread are the entry's from here on). Side effects: starts the twin's server, starts and stops a
+    Prometheus."""
     job.workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=job.workdir) as scratch:
         prometheus = start_prometheus(Path(scratch))
         try:
-            process = spawn_twin(
-                job.app,
-                seed=job.settings.seed,
-                workdir=job.workdir,
-                remote_write_url=prometheus.remote_write_url,
+            twin = serve_copy(
+                stage, kubeconfig=job.workdir / "kubeconfig", remote_write_url=prometheus.remote_write_url
             )
-            with attach_twin(process, app=job.app, workdir=job.workdir) as twin:
-                querier = PrometheusQuerier(prometheus.url)
-                client = KubeClient.from_kubeconfig(twin.kubeconfig)
-                try:
-                    return _screen(job, twin=twin, client=client, querier=querier)
-                finally:
-                    client.close()
-                    querier.close()
+            # The twin's server is left to end with the copy: stopping it drains connections for nothing.
+            querier = PrometheusQuerier(prometheus.url)
+            client = KubeClient.from_kubeconfig(twin.kubeconfig)
+            try:
+                return _screen(job, twin=twin, client=client, querier=querier, since=stage.since)
+            finally:
+                client.close()
+                querier.close()
         finally:
             prometheus.stop()
 
 
 def _screen(
-    job: Job, *, twin: TwinProcess, client: KubeClient, querier: PrometheusQuerier
+    job: Job, *, twin: Copy, client: KubeClient, querier: PrometheusQuerier, since: float | None
 ) -> AdmissionRecord:
+    """The entry's timeline from a warm twin; ``since`` is where the window before injection began when the
+    twin has been through it."""
     entry, settings = job.entry, job.settings
     reader = ClusterReader(client=client, namespace=job.namespace)
     ctx = Context(
@@ -167,18 +207,16 @@ def _screen(
     )
     applier = Applier(ctx=ctx, ledger=book)
     try:
-        twin.advance(settings.warmup_s)
-        for _ in range(4):  # a slow start gets a little longer; the windows begin once all is ready
-            if not reader.not_ready():
-                break
-            twin.advance(settings.chunk_s)
-        if isinstance(entry, ConfigFault):
-            first = applier.inject(entry, fault_id=f"{entry.id}-first")
-            if isinstance(first, InjectFailed):
-                return _rejected(entry, f"injection failed: {first.error}")
-            applier.revert(first.handle.fault_id)
-            twin.advance(settings.recovery_s)  # the before window starts from a recovered app
-        return _observe(job, twin=twin, reader=reader, applier=applier, querier=querier)
+        if since is None:
+            if isinstance(entry, ConfigFault):
+                first = applier.inject(entry, fault_id=f"{entry.id}-first")
+                if isinstance(first, InjectFailed):
+                    return _rejected(entry, f"injection failed: {first.error}")
+                applier.revert(first.handle.fault_id)
+                twin.advance(settings.recovery_s)  # the before window starts from a recovered app
+            since = twin.now
+            twin.advance(settings.window_s)
+        return _observe(job, twin=twin, reader=reader, applier=applier, querier=querier, since=since)
     except RevertError as exc:
         return _rejected(entry, f"revert failed: {exc}")
     finally:
@@ -187,10 +225,18 @@ def _screen(
 
 
 def _observe(
-    job: Job, *, twin: TwinProcess, reader: ClusterReader, applier: Applier, querier: PrometheusQuerier
+    job: Job,
+    *,
+    twin: Copy,
+    reader: ClusterReader,
+    applier: Applier,
+    querier: PrometheusQuerier,
+    since: float,
 ) -> AdmissionRecord:
+    """The windows before and after the injection, the revert and the recovery; the twin is at the end of
+    the window before injection, which began at ``since``."""
     entry, settings = job.entry, job.settings
-    t_b = twin.now
+    t_b = since
     observer = Observer(
         querier=querier,
         rules=load_rule_pack(),
@@ -199,7 +245,7 @@ def _observe(
         origin_epoch_s=EPOCH_S,
         start_s=t_b,
     )
-    t0 = twin.advance(settings.window_s)
+    t0 = twin.now
     before = Window(t_b, t0)
     message_before, _ = _message(reader, entry, before, now=t0)
     errors_before = reader.logs(job.scope, before, now=t0).errors()
@@ -295,7 +341,7 @@ def attributable_rules(
     )
 
 
-def _settle(twin: TwinProcess) -> None:
+def _settle(twin: Copy) -> None:
     twin.advance(SETTLE_S)
 
 

@@ -1,9 +1,8 @@
 """A stepped twin in its own process (``marathon twin serve --clock stepped``), moved over HTTP.
 
-Admission starts a fresh twin per entry; running it as a separate process keeps the twin's server stack out
-of the process that screens and lets entries be screened in parallel on separate cores. The child
-writes its kubeconfig (the CA its HTTPS server's certificate comes from, the bearer token it wants) before it
-says where it serves; the parent reads both from there.
+For a test that must kill a twin outright, as a crash would, while another process recovers what it
+journaled. The child writes its kubeconfig (the CA its HTTPS server's certificate comes from, the bearer
+token it wants) before it says where it serves; the parent reads both from there.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,12 +268,16 @@ def _origin(url: str) -> tuple[str, str]:
 def workloads_not_ready(client: KubeClient, namespace: str) -> list[str]:
     """The Deployments and StatefulSets of ``namespace`` not fully rolled out and ready, by name (empty when
     all are). Side effects: two list calls."""
-    waiting = [
-        d["metadata"]["name"]
-        for d in client.list_objects("Deployment", namespace=namespace)
-        if not _rolled_out(d)
-    ]
-    for s in client.list_objects("StatefulSet", namespace=namespace):
+    return not_ready_of(
+        client.list_objects("Deployment", namespace=namespace),
+        client.list_objects("StatefulSet", namespace=namespace),
+    )
+
+
+def not_ready_of(deployments: Iterable[Json], statefulsets: Iterable[Json]) -> list[str]:
+    """The names of the workloads not fully rolled out and ready, sorted (no side effects)."""
+    waiting = [d["metadata"]["name"] for d in deployments if not _rolled_out(d)]
+    for s in statefulsets:
         spec, status = s.get("spec", {}), s.get("status", {})
         wanted = spec.get("replicas", 1)
         current = status.get("observedGeneration", 0) >= s["metadata"].get("generation", 0)

@@ -10,13 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError
 from orchestrator.serving import LocalServer, serve_locally
-from orchestrator.twin.apiserver.certificates import issue
+from orchestrator.twin.apiserver.certificates import ServingCertificates, issue
 from orchestrator.twin.apiserver.kubeconfig import Credentials, new_token, write_kubeconfig
 from orchestrator.twin.boot import Twin
 from orchestrator.twin.clock import ClockMode
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 START_TIMEOUT = 30.0
 
@@ -54,6 +58,19 @@ class RunningTwin:
         self.stop()
 
 
+@dataclass(frozen=True)
+class TwinApp:
+    """A twin's HTTP app and the bearer token it wants."""
+
+    app: FastAPI
+    token: str
+
+    @classmethod
+    def of(cls, twin: Twin) -> TwinApp:
+        token = new_token()
+        return cls(app=twin.build_app(token=token), token=token)
+
+
 def start_twin(
     app: str,
     *,
@@ -77,27 +94,42 @@ def start_twin(
         keep_samples=keep_samples,
         root=root,
     )
-    token = new_token()
     certificates = issue(now=datetime.now(UTC))  # TLS validity is checked against the wall clock
     twin.cluster.publish_root_ca(certificates.ca_pem.decode())
     try:
-        with certificates.files() as tls:
-            served = serve_locally(
-                twin.build_app(token=token),
-                name=f"the twin's server for {app}",
-                port=port,
-                lifespan="off",
-                error=ConfigError,
-                tls=tls,
-            )
+        return serve_twin(twin, kubeconfig=kubeconfig, certificates=certificates, port=port)
     except BaseException:
         twin.stop()
         raise
+
+
+def serve_twin(
+    twin: Twin,
+    *,
+    kubeconfig: Path,
+    certificates: ServingCertificates,
+    port: int = 0,
+    app: TwinApp | None = None,
+) -> RunningTwin:
+    """Serve a booted ``twin`` over HTTPS on 127.0.0.1:``port`` (0: a free port) under ``certificates`` (the
+    twin has published their CA) behind a fresh bearer token, write ``kubeconfig`` (owner-only) with that
+    token and the CA to trust, and start its clock. ``app`` is the twin's app when built beforehand.
+    On failure nothing is left serving; the twin itself is the caller's to stop."""
+    app = app if app is not None else TwinApp.of(twin)
+    token = app.token
+    with certificates.files() as tls:
+        served = serve_locally(
+            app.app,
+            name=f"the twin's server for {twin.app}",
+            port=port,
+            lifespan="off",
+            error=ConfigError,
+            tls=tls,
+        )
     credentials = Credentials(server=served.url, token=token, ca_pem=certificates.ca_pem)
     try:
         path = write_kubeconfig(kubeconfig, credentials, namespace=twin.namespace)
     except BaseException:
-        twin.stop()
         served.stop(timeout_s=START_TIMEOUT)
         raise
     twin.start_clock()

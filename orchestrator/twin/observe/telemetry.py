@@ -79,6 +79,7 @@ class Telemetry:
         self._queue: queue.Queue[list[tuple[int, list[Key], list[float]]] | None] | None = None
         self._thread: threading.Thread | None = None
         self._error: TelemetryError | None = None
+        self._held: list[tuple[list[bytes], int]] | None = None  # requests encoded, and their samples
         self.scrapes = 0
         self.pushed_samples = 0
         self.requests = 0
@@ -145,6 +146,29 @@ class Telemetry:
         self._last_distinct = True
         return sorted(last[at] for at in found.uncovered), names
 
+    def hold(self) -> None:
+        """Keep every scrape until ``send_to`` names a Prometheus, instead of dropping them for want of a
+        URL: a twin moved before its copies, each with its own Prometheus, go their own ways."""
+        if self.url is not None:
+            raise TelemetryError(f"the twin's series already go to {self.url}")
+        self._held = []
+
+    def send_to(self, remote_write_url: str) -> None:
+        """Push to ``remote_write_url`` from now on, as if it had been the URL from the start; returns once
+        the scrapes held so far are there (their requests were encoded as they were held, so that copies of
+        a holding twin share that work)."""
+        if self.url is not None:
+            raise TelemetryError(f"the twin's series already go to {self.url}")
+        self.url = remote_write_url
+        self._queue = queue.Queue()
+        self._writer = RemoteWriteClient(remote_write_url, retries=2, timeout_s=30.0)
+        held, self._held = self._held or [], None
+        for bodies, samples in held:
+            for body in bodies:
+                self._writer.post(body)
+                self.requests += 1
+            self.pushed_samples += samples
+
     def flush(self) -> None:
         """Push everything scraped so far and wait until Prometheus has it; without a URL, drop it."""
         self._hand_over()
@@ -157,6 +181,11 @@ class Telemetry:
 
     def _hand_over(self) -> None:
         scrapes, self._scrapes = self._scrapes, []
+        if self._held is not None:
+            if scrapes:
+                bodies = list(self._encoder.requests(scrapes, max_series=MAX_SERIES_PER_REQUEST))
+                self._held.append((bodies, sum(len(values) for _, _, values in scrapes)))
+            return
         if self._queue is None or not scrapes:
             return
         if self._thread is None:

@@ -1,0 +1,85 @@
+"""A twin's scrapes held until it is given a Prometheus reach it as they would have from the start."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from orchestrator.errors import TelemetryError
+from orchestrator.twin.observe.telemetry import SCRAPES_PER_PUSH, Telemetry
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    bodies: list[bytes]
+
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server looks up
+        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *_args: object) -> None:
+        return
+
+
+@pytest.fixture
+def receivers() -> Iterator[tuple[str, list[bytes], str, list[bytes]]]:
+    servers, found = [], []
+    for _ in range(2):
+        bodies: list[bytes] = []
+        handler = type("Receiver", (_Receiver,), {"bodies": bodies})
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        found += [f"http://127.0.0.1:{server.server_address[1]}/api/v1/write", bodies]
+    yield found[0], found[1], found[2], found[3]
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _scrape(telemetry: Telemetry, k: int) -> None:
+    # A series that comes at the third scrape and one that goes at the sixth: staleness markers too.
+    samples = [("up", (("pod", "a"),), float(k))]
+    if k >= 3:
+        samples.append(("up", (("pod", "b"),), 2.0 * k))
+    if k < 6:
+        samples.append(("load", (("pod", "a"),), k / 3))
+    telemetry.scrape(15.0 * k, samples)
+
+
+def test_held_scrapes_are_pushed_as_a_twin_with_the_url_from_the_start_pushes_them(
+    receivers: tuple[str, list[bytes], str, list[bytes]],
+) -> None:
+    direct_url, direct_bodies, held_url, held_bodies = receivers
+    direct, held = Telemetry(remote_write_url=direct_url), Telemetry(remote_write_url=None)
+    held.hold()
+    scrapes = 2 * SCRAPES_PER_PUSH + SCRAPES_PER_PUSH // 2
+    try:
+        for k in range(1, scrapes + 1):
+            _scrape(direct, k)
+            _scrape(held, k)
+            if k == SCRAPES_PER_PUSH + 2:
+                assert held_bodies == []
+                held.send_to(held_url)
+        direct.flush()
+        held.flush()
+    finally:
+        direct.close()
+        held.close()
+    assert len(held_bodies) == 3
+    assert held_bodies == direct_bodies
+    assert held.pushed_samples == direct.pushed_samples and held.digest == direct.digest
+
+
+def test_a_twin_that_pushes_already_neither_holds_nor_takes_another_url() -> None:
+    telemetry = Telemetry(remote_write_url="http://127.0.0.1:9/api/v1/write")
+    try:
+        with pytest.raises(TelemetryError, match="already go to"):
+            telemetry.hold()
+        with pytest.raises(TelemetryError, match="already go to"):
+            telemetry.send_to("http://127.0.0.1:10/api/v1/write")
+    finally:
+        telemetry.close()
