@@ -123,8 +123,9 @@ def admit(jobs: list[Job], *, workers: int = 2) -> tuple[list[AdmissionRecord], 
     return records, failures
 
 
-# The stages a worker has warmed, by app, seed, settings and whether the window before injection is shared.
-_stages: dict[tuple[str, int, Settings, bool], Stage] = {}
+# The stages a worker has warmed, by app, settings (the seed among them) and whether the window before
+# injection is shared.
+_stages: dict[tuple[str, Settings, bool], Stage] = {}
 
 
 def _run(job: Job) -> AdmissionRecord | str:
@@ -148,7 +149,7 @@ def stage_for(job: Job) -> Stage:
     window before injection."""
     settings = job.settings
     shared = not isinstance(job.entry, ConfigFault)
-    key = (job.app, settings.seed, settings, shared)
+    key = (job.app, settings, shared)
     if key not in _stages:
         _stages[key] = (
             quiet_stage(

@@ -111,7 +111,7 @@ class RunConfig(BaseModel):
             return data
         data = dict(data)
         app = data.get("app")
-        if isinstance(app, str) and (data.get("faults") is None or "max_concurrent" not in data):
+        if isinstance(app, str):
             count, cap = default_load(app)
             if data.get("faults") is None:
                 data["faults"] = count
