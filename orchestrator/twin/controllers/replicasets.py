@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.twin.controllers.events import EventRecorder
-from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner
+from orchestrator.twin.controllers.workloads import create_owned_pod, owned_by
 from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.store import PODS, REPLICASETS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339
@@ -66,9 +66,7 @@ class ReplicaSetController:
     def reconcile(self, now: float) -> None:
         if not self.store.changed_since(self._reconciled, PODS, self.kind):
             return
-        by_owner = group_by_owner(
-            p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
-        )
+        by_owner = owned_by(self.store, PODS, deleting=False)
         for rs in self.store.list(self.kind):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             wanted = int(rs["spec"].get("replicas", 1))
@@ -103,9 +101,7 @@ class ReplicaSetController:
         waiting = any(r["spec"].get("minReadySeconds") for r in self.store.values(self.kind))
         if not waiting and not self.store.changed_since(self._status_synced, PODS, self.kind):
             return
-        by_owner = group_by_owner(
-            p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
-        )
+        by_owner = owned_by(self.store, PODS, deleting=False)
         for rs in self.store.list(self.kind):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             min_ready = int(rs["spec"].get("minReadySeconds", 0))
