@@ -62,6 +62,9 @@ class ReplicaSetController:
         self.component = component
         self._reconciled = -1
         self._status_synced = -1
+        # Per set, the versions of it and its pods at its last status pass that wrote nothing and found
+        # every ready pod available: the same versions give the same status at any later time.
+        self._steady: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     def reconcile(self, now: float) -> None:
         if not self.store.changed_since(self._reconciled, PODS, self.kind):
@@ -102,8 +105,17 @@ class ReplicaSetController:
         if not waiting and not self.store.changed_since(self._status_synced, PODS, self.kind):
             return
         by_owner = owned_by(self.store, PODS, deleting=False)
+        steady: dict[str, tuple[str, tuple[str, ...]]] = {}
         for rs in self.store.list(self.kind):
-            pods = by_owner.get(rs["metadata"]["uid"], [])
+            uid = rs["metadata"]["uid"]
+            pods = by_owner.get(uid, [])
+            inputs = (
+                rs["metadata"]["resourceVersion"],
+                tuple(p["metadata"]["resourceVersion"] for p in pods),
+            )
+            if self._steady.get(uid) == inputs:
+                steady[uid] = inputs
+                continue
             min_ready = int(rs["spec"].get("minReadySeconds", 0))
             ready = [p for p in pods if pod_ready(p)]
             available = [p for p in ready if now - (ready_since(p) or now) >= min_ready]
@@ -117,4 +129,7 @@ class ReplicaSetController:
             status["observedGeneration"] = rs["metadata"].get("generation", 1)
             if status != rs.get("status"):
                 self.store.put(self.kind, {**rs, "status": status})
+            elif len(available) == len(ready):  # time only makes more of the ready pods available
+                steady[uid] = inputs
+        self._steady = steady
         self._status_synced = self.store.resource_version

@@ -94,3 +94,45 @@ def test_a_pod_relabelled_through_the_api_moves_between_endpoints() -> None:
 
     assert moved["status"]["podIP"] in ips("web") and len(ips("web")) == 2
     assert moved["status"]["podIP"] not in ips("cart")
+
+
+def touch(cluster: Cluster) -> None:
+    """A label no selector reads put on every web pod, then a step: controllers look at them again."""
+    for pod in pods_of(cluster, "web"):
+        edit(cluster, pod, lambda p: p["metadata"]["labels"].update(touched=str(cluster.now)))
+    cluster.step(cluster.now + 5)
+
+
+def test_a_replicaset_status_follows_its_pods_and_its_spec_changed_through_the_api() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0", replicas=2))
+    run(cluster, 60)
+    name = cluster.store.list(REPLICASETS, NAMESPACE)[0]["metadata"]["name"]
+    assert cluster.store.get(REPLICASETS, NAMESPACE, name)["status"]["availableReplicas"] == 2
+    touch(cluster)  # a status pass that writes nothing: the set is steady
+    gone = pods_of(cluster, "web")[0]["metadata"]["name"]
+    cluster.store.delete(PODS, NAMESPACE, gone)  # the set itself is not written
+    cluster.step(cluster.now + 5)
+    status = cluster.store.get(REPLICASETS, NAMESPACE, name)["status"]
+    assert (status["replicas"], status["readyReplicas"]) == (2, 1)  # its replacement is not ready yet
+    run(cluster, 60)
+    assert cluster.store.get(REPLICASETS, NAMESPACE, name)["status"]["availableReplicas"] == 2
+    touch(cluster)
+    edit(
+        cluster,
+        cluster.store.get(REPLICASETS, NAMESPACE, name),
+        lambda r: r["spec"].update(minReadySeconds=3600),
+        REPLICASETS,
+    )
+    cluster.step(cluster.now + 5)
+    status = cluster.store.get(REPLICASETS, NAMESPACE, name)["status"]
+    assert status["readyReplicas"] == 2 and "availableReplicas" not in status
+
+
+def test_ready_pods_become_available_after_min_ready_seconds_with_nothing_else_changing() -> None:
+    cluster = fresh(None, deployment("web", image="shop/frontend:1.0", replicas=2, minReadySeconds=30))
+    run(cluster, 20)
+    name = cluster.store.list(REPLICASETS, NAMESPACE)[0]["metadata"]["name"]
+    status = cluster.store.get(REPLICASETS, NAMESPACE, name)["status"]
+    assert status["readyReplicas"] == 2 and "availableReplicas" not in status
+    run(cluster, 40)
+    assert cluster.store.get(REPLICASETS, NAMESPACE, name)["status"]["availableReplicas"] == 2
