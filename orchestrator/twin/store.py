@@ -12,7 +12,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from orchestrator.errors import ApiStatusError
 from orchestrator.rng import derive
@@ -23,6 +23,7 @@ from orchestrator.twin.validation import validate, validate_update
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+T = TypeVar("T")
 
 # How many changes a watch can resume from; older resourceVersions get 410 Gone, as etcd compaction does.
 WATCH_HISTORY = 50_000
@@ -80,6 +81,8 @@ class Store:
         # The sorted keys ``list`` walks, per (group, plural) and namespace asked for (None for all); a
         # type's are dropped when one of its objects is created or deleted, as a write keeps every key.
         self._listed: dict[tuple[str, str], dict[str | None, builtins.list[Key]]] = {}
+        # Values worked out from every object of one type (``kept``), with the type's last change they saw.
+        self._kept: dict[tuple[str, str, str], tuple[int, Any]] = {}
 
     # -- identity ---------------------------------------------------------------------------------
     @property
@@ -127,6 +130,18 @@ class Store:
         if fields is not None:
             found = [o for o in found if fields(o)]
         return found
+
+    def kept(self, rtype: ResourceType, name: str, compute: Callable[[], T]) -> T:
+        """``compute()``, a value read off the objects of ``rtype`` only, kept under ``name`` until one of
+        them is created, written or deleted; callers must not mutate what it returns."""
+        kind = (rtype.group, rtype.plural)
+        marker = self.last_change.get(kind, 0)
+        found = self._kept.get((*kind, name))
+        if found is not None and found[0] == marker:
+            return cast(T, found[1])
+        value = compute()
+        self._kept[(*kind, name)] = (marker, value)
+        return value
 
     def values(self, rtype: ResourceType) -> Iterable[Obj]:
         """Every object of a type in no particular order: for controllers that sort what they need."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.replicasets import DeletePod, pod_ready
-from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner
+from orchestrator.twin.controllers.workloads import create_owned_pod, owned_by
 from orchestrator.twin.store import DAEMONSETS, NODES, PODS, Obj, Store
 
 COMPONENT = "daemonset-controller"
@@ -25,9 +25,7 @@ class DaemonSetController:
         self._status_synced = -1
 
     def _owned(self) -> dict[str, list[Obj]]:
-        return group_by_owner(
-            p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
-        )
+        return owned_by(self.store, PODS, deleting=False)
 
     def reconcile(self, now: float) -> None:
         if not self.store.changed_since(self._reconciled, PODS, NODES, DAEMONSETS):

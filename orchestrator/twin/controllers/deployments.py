@@ -22,8 +22,8 @@ from orchestrator.twin.controllers.workloads import (
     condition,
     controller_uid,
     deployment_status,
-    group_by_owner,
     ordered,
+    owned_by,
     owner_reference,
     revision,
     status_count,
@@ -44,6 +44,7 @@ from orchestrator.twin.store import (
     Obj,
     Store,
 )
+from orchestrator.twin.timefmt import parse_rfc3339
 
 
 class WorkloadControllers:
@@ -58,6 +59,10 @@ class WorkloadControllers:
         self._in_progress = True  # some rollout may still reach its progress deadline as time passes
         self._reconcile_inputs: dict[str, tuple[str, ...]] = {}
         self._settled_inputs: dict[str, tuple[str, ...]] = {}
+        # Deployments still progressing whose last status pass wrote nothing: the inputs it read, and when
+        # its Progressing condition was last updated (seconds) with its deadline. Until a step passes that
+        # deadline, the same inputs give the same status again (see ``update_deployment_status``).
+        self._steady: dict[str, tuple[tuple[str, ...], float, int]] = {}
 
     # -- garbage collector ------------------------------------------------------------------------
     def collect_garbage(self, now: float, delete_pod: Any) -> None:
@@ -90,13 +95,13 @@ class WorkloadControllers:
     def reconcile_deployments(self, now: float) -> None:
         if not self.store.changed_since(self._reconciled, DEPLOYMENTS, REPLICASETS):
             return
-        by_owner = group_by_owner(self.store.values(REPLICASETS))
+        by_owner = owned_by(self.store, REPLICASETS)
         for deployment in self.store.list(DEPLOYMENTS):
             owned = by_owner.get(deployment["metadata"]["uid"], [])
             # Reconciling is a function of the deployment and its ReplicaSets: unchanged inputs, no work.
             if self._reconcile_inputs.get(deployment["metadata"]["uid"]) != _inputs(deployment, owned):
                 self._reconcile_deployment(deployment, owned, now)
-        by_owner = group_by_owner(self.store.values(REPLICASETS))
+        by_owner = owned_by(self.store, REPLICASETS)
         self._reconcile_inputs = {
             d["metadata"]["uid"]: _inputs(d, by_owner.get(d["metadata"]["uid"], []))
             for d in self.store.values(DEPLOYMENTS)
@@ -319,9 +324,10 @@ class WorkloadControllers:
             self._status_synced, DEPLOYMENTS, REPLICASETS
         ):
             return
-        by_owner = group_by_owner(self.store.values(REPLICASETS))
+        by_owner = owned_by(self.store, REPLICASETS)
         in_progress = False
         settled: dict[str, tuple[str, ...]] = {}
+        steady: dict[str, tuple[tuple[str, ...], float, int]] = {}
         for deployment in self.store.list(DEPLOYMENTS):
             uid = deployment["metadata"]["uid"]
             owned = by_owner.get(uid, [])
@@ -329,15 +335,26 @@ class WorkloadControllers:
             if self._settled_inputs.get(uid) == inputs:
                 settled[uid] = inputs  # settled and unchanged: its status cannot have moved
                 continue
+            kept = self._steady.get(uid)
+            if kept is not None and kept[0] == inputs and not now - kept[1] > kept[2]:
+                steady[uid] = kept  # progressing, unchanged and within its deadline: the same status again
+                in_progress = True
+                continue
             status = deployment_status(deployment, owned, now)
-            if status != deployment.get("status"):
+            written = status != deployment.get("status")
+            if written:
                 deployment = self.store.put(DEPLOYMENTS, {**deployment, "status": status})
             progressing = next((c for c in status["conditions"] if c["type"] == "Progressing"), None)
             if progressing is not None and progressing.get("reason") not in SETTLED:
                 in_progress = True
+                updated = progressing.get("lastUpdateTime")
+                if not written and updated:
+                    deadline = int(deployment["spec"].get("progressDeadlineSeconds", 600))
+                    steady[uid] = (inputs, parse_rfc3339(updated), deadline)
             else:
                 settled[uid] = _inputs(deployment, owned)
         self._settled_inputs = settled
+        self._steady = steady
         self._in_progress = in_progress
         self._status_synced = self.store.resource_version
 

@@ -45,6 +45,14 @@ class EndpointsController:
         if not self.store.changed_since(self._synced, PODS, SERVICES, ENDPOINTS):
             return
         changed = self._changed_pods()
+        changed_uids: set[str] = set()
+        # The changed pods' label sets once each per namespace: pods of one workload share theirs.
+        changed_labels: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, str] | None] = {}
+        for p in changed or ():
+            meta = p["metadata"]
+            changed_uids.add(meta["uid"])
+            labels = meta.get("labels")
+            changed_labels.setdefault((meta["namespace"], tuple((labels or {}).items())), labels)
         by_namespace: dict[str, list[Obj]] = {}
         for pod in self.store.values(PODS):
             if (pod.get("status") or {}).get("podIP") and not pod["metadata"].get("deletionTimestamp"):
@@ -55,13 +63,13 @@ class EndpointsController:
                 continue  # endpoints of a selector-less service are written by hand
             uid, namespace = service["metadata"]["uid"], service["metadata"]["namespace"]
             requirements = selector_from_match({"matchLabels": selector})
-            if changed is not None and not any(
-                p["metadata"]["uid"] in self._members.get(uid, ())
-                or (
-                    p["metadata"]["namespace"] == namespace
-                    and labels_match(requirements, p["metadata"].get("labels"))
+            if (
+                changed is not None
+                and changed_uids.isdisjoint(self._members.get(uid, ()))
+                and not any(
+                    ns == namespace and labels_match(requirements, labels)
+                    for (ns, _), labels in changed_labels.items()
                 )
-                for p in changed
             ):
                 continue  # none of its pods, old or new, changed since the last sync
             pods = sorted(

@@ -14,7 +14,7 @@ from typing import Any
 
 from orchestrator.errors import ApiStatusError
 from orchestrator.twin.controllers.events import EventRecorder
-from orchestrator.twin.controllers.workloads import group_by_owner, owner_reference
+from orchestrator.twin.controllers.workloads import owned_by, owner_reference
 from orchestrator.twin.store import JOBS, PODS, Obj, Store
 from orchestrator.twin.timefmt import rfc3339
 from orchestrator.twin.validation import invalid, raise_invalid, required
@@ -93,9 +93,7 @@ class JobController:
     def reconcile(self, now: float) -> None:
         if not self.store.changed_since(self._synced, PODS, JOBS):
             return
-        by_owner = group_by_owner(
-            p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
-        )
+        by_owner = owned_by(self.store, PODS, deleting=False)
         for job in self.store.list(JOBS):
             if _finished(job) is None:
                 self._sync(job, by_owner.get(job["metadata"]["uid"], []), now)

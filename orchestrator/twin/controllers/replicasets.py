@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.twin.controllers.events import EventRecorder
-from orchestrator.twin.controllers.workloads import create_owned_pod, group_by_owner
+from orchestrator.twin.controllers.workloads import create_owned_pod, owned_by
 from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.store import PODS, REPLICASETS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339
@@ -62,13 +62,14 @@ class ReplicaSetController:
         self.component = component
         self._reconciled = -1
         self._status_synced = -1
+        # Per set, the versions of it and its pods at its last status pass that wrote nothing and found
+        # every ready pod available: the same versions give the same status at any later time.
+        self._steady: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     def reconcile(self, now: float) -> None:
         if not self.store.changed_since(self._reconciled, PODS, self.kind):
             return
-        by_owner = group_by_owner(
-            p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
-        )
+        by_owner = owned_by(self.store, PODS, deleting=False)
         for rs in self.store.list(self.kind):
             pods = by_owner.get(rs["metadata"]["uid"], [])
             wanted = int(rs["spec"].get("replicas", 1))
@@ -103,11 +104,18 @@ class ReplicaSetController:
         waiting = any(r["spec"].get("minReadySeconds") for r in self.store.values(self.kind))
         if not waiting and not self.store.changed_since(self._status_synced, PODS, self.kind):
             return
-        by_owner = group_by_owner(
-            p for p in self.store.values(PODS) if not p["metadata"].get("deletionTimestamp")
-        )
+        by_owner = owned_by(self.store, PODS, deleting=False)
+        steady: dict[str, tuple[str, tuple[str, ...]]] = {}
         for rs in self.store.list(self.kind):
-            pods = by_owner.get(rs["metadata"]["uid"], [])
+            uid = rs["metadata"]["uid"]
+            pods = by_owner.get(uid, [])
+            inputs = (
+                rs["metadata"]["resourceVersion"],
+                tuple(p["metadata"]["resourceVersion"] for p in pods),
+            )
+            if self._steady.get(uid) == inputs:
+                steady[uid] = inputs
+                continue
             min_ready = int(rs["spec"].get("minReadySeconds", 0))
             ready = [p for p in pods if pod_ready(p)]
             available = [p for p in ready if now - (ready_since(p) or now) >= min_ready]
@@ -121,4 +129,7 @@ class ReplicaSetController:
             status["observedGeneration"] = rs["metadata"].get("generation", 1)
             if status != rs.get("status"):
                 self.store.put(self.kind, {**rs, "status": status})
+            elif len(available) == len(ready):  # time only makes more of the ready pods available
+                steady[uid] = inputs
+        self._steady = steady
         self._status_synced = self.store.resource_version

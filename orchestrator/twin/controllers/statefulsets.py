@@ -18,7 +18,7 @@ from orchestrator.twin.controllers.events import EventRecorder
 from orchestrator.twin.controllers.replicasets import DeletePod, pod_ready
 from orchestrator.twin.controllers.workloads import (
     LAST_APPLIED,
-    group_by_owner,
+    owned_by,
     owned_pod,
     owner_reference,
     template_hash,
@@ -58,7 +58,7 @@ class StatefulSetController:
 
     # -- revisions --------------------------------------------------------------------------------
     def _revisions(self) -> dict[str, list[Obj]]:
-        return group_by_owner(self.store.values(CONTROLLER_REVISIONS))
+        return owned_by(self.store, CONTROLLER_REVISIONS)
 
     def _update_revision(self, sts: Obj, owned: list[Obj]) -> Obj:
         """The revision of ``sts``'s current template, created (or renumbered to the newest) as needed."""
@@ -94,7 +94,7 @@ class StatefulSetController:
         if not self.store.changed_since(self._reconciled, PODS, STATEFULSETS, CONTROLLER_REVISIONS):
             return
         revisions = self._revisions()
-        pods = group_by_owner(self.store.values(PODS))
+        pods = owned_by(self.store, PODS)
         for sts in self.store.list(STATEFULSETS):
             uid = sts["metadata"]["uid"]
             update = self._update_revision(sts, revisions.get(uid, []))
@@ -189,7 +189,7 @@ class StatefulSetController:
         if not self.store.changed_since(self._status_synced, PODS, STATEFULSETS, CONTROLLER_REVISIONS):
             return
         revisions = self._revisions()
-        pods = group_by_owner(self.store.values(PODS))
+        pods = owned_by(self.store, PODS)
         for sts in self.store.list(STATEFULSETS):
             uid = sts["metadata"]["uid"]
             status = _status(sts, pods.get(uid, []), revisions.get(uid, []))

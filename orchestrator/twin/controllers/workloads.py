@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from orchestrator.twin.resources import ResourceType
 from orchestrator.twin.store import PODS, Obj, Store
 from orchestrator.twin.timefmt import parse_rfc3339, rfc3339
 
@@ -265,6 +266,19 @@ def ordered(conditions: list[Obj]) -> list[Obj]:
 
 def object_key(obj: Obj) -> tuple[str, str]:
     return (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+
+def owned_by(store: Store, rtype: ResourceType, *, deleting: bool = True) -> dict[str, list[Obj]]:
+    """``group_by_owner`` over every object of ``rtype`` (without those being deleted unless ``deleting``),
+    worked out once per change of the type however many controllers ask; callers must not mutate it."""
+
+    def compute() -> dict[str, list[Obj]]:
+        objects = store.values(rtype)
+        if not deleting:
+            objects = [o for o in objects if not o["metadata"].get("deletionTimestamp")]
+        return group_by_owner(objects)
+
+    return store.kept(rtype, "owners" if deleting else "owners-alive", compute)
 
 
 def group_by_owner(objects: Iterable[Obj]) -> dict[str, list[Obj]]:
