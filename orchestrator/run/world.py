@@ -213,7 +213,8 @@ def start_twin_world(
 ) -> SteppedTwinWorld | RealtimeTwinWorld:
     """Start the run's Prometheus on a fresh TSDB under ``run_dir`` and the twin remote-writing to it;
     ``faults`` are the app's code faults when the caller has its catalog (else the twin reads it)."""
-    prometheus = start_prometheus(run_dir)
+    # Prometheus starts (in its own process) while the twin boots; nothing is pushed before the warm-up.
+    prometheus = start_prometheus(run_dir, wait=False)
     try:
         running = start_twin(
             app,
@@ -230,6 +231,7 @@ def start_twin_world(
     kind = SteppedTwinWorld if clock == "stepped" else RealtimeTwinWorld
     world = kind(running=running, prometheus=prometheus, kubeconfig=running.kubeconfig)
     try:
+        prometheus.wait_ready()
         world.warm_up()
     except BaseException:
         world.stop()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import shutil
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from orchestrator.cluster.client import KubeClient, workloads_not_ready
-from orchestrator.errors import OrchestratorError
+from orchestrator.errors import OrchestratorError, TelemetryError
 from orchestrator.run import world as world_module
 from orchestrator.run.world import WARMUP_QUIET_S, start_twin_world
 from orchestrator.telemetry.querying import PrometheusQuerier
@@ -106,3 +107,23 @@ def test_the_warm_up_reads_readiness_from_the_store_as_the_api_answers_it(tmp_pa
         running.stop()
     assert answers[0] and "tsdb-mysql" in answers[0]  # StatefulSets and Deployments both waited for
     assert not answers[-1]
+
+
+def test_a_prometheus_that_never_becomes_ready_stops_the_twin_booted_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_start = world_module.start_prometheus
+    monkeypatch.setattr(
+        world_module, "start_prometheus", partial(real_start, binary="false")
+    )  # exits at once, while the twin boots
+    stopped: list[bool] = []
+    real_stop = world_module.TwinWorld.stop
+
+    def stop(self: world_module.TwinWorld) -> None:
+        stopped.append(True)
+        real_stop(self)
+
+    monkeypatch.setattr(world_module.TwinWorld, "stop", stop)
+    with pytest.raises(TelemetryError, match="prometheus exited with code 1 before becoming ready"):
+        start_twin_world(app="online-boutique", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
+    assert stopped == [True]
