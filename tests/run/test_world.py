@@ -14,6 +14,7 @@ from orchestrator.errors import OrchestratorError, TelemetryError
 from orchestrator.run import world as world_module
 from orchestrator.run.world import WARMUP_QUIET_S, start_twin_world
 from orchestrator.telemetry.querying import PrometheusQuerier
+from orchestrator.telemetry.server import start_prometheus
 from orchestrator.twin.clock import STEP_SECONDS
 from orchestrator.twin.launch import start_twin
 from orchestrator.twin.observe.telemetry import SCRAPE_SECONDS, timestamp_ms
@@ -112,9 +113,8 @@ def test_the_warm_up_reads_readiness_from_the_store_as_the_api_answers_it(tmp_pa
 def test_a_prometheus_that_never_becomes_ready_stops_the_twin_booted_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_start = world_module.start_prometheus
     monkeypatch.setattr(
-        world_module, "start_prometheus", partial(real_start, binary="false")
+        world_module, "start_prometheus", partial(start_prometheus, binary="false")
     )  # exits at once, while the twin boots
     stopped: list[bool] = []
     real_stop = world_module.TwinWorld.stop
