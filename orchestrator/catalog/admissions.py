@@ -127,15 +127,19 @@ def stale_entries(catalog: Catalog, admission: AdmissionFile) -> list[str]:
     ]
 
 
-def admitted_ids(app: str, *, root: Path | None = None) -> frozenset[str] | None:
+def admitted_ids(
+    app: str, *, root: Path | None = None, catalog: Catalog | None = None
+) -> frozenset[str] | None:
     """The ids the scheduler may draw for ``app``: admitted records whose content hash is current.
 
     None when the app has no admission file (nothing has been screened, so nothing is filtered).
+    ``catalog`` is the app's catalog under ``root`` when the caller has loaded it already.
     """
     admission = load_admission(app, root=root)
     if admission is None:
         return None
-    catalog = load_catalog(app, root=root)
+    if catalog is None:
+        catalog = load_catalog(app, root=root)
     current = {entry.id: entry.content_hash() for entry in catalog.entries}
     return frozenset(
         record.id

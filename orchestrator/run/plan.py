@@ -27,10 +27,11 @@ class Admission:
     sha256: str
 
 
-def read_admission(app: str, *, root: Path) -> Admission:
+def read_admission(app: str, *, root: Path, catalog: Catalog | None = None) -> Admission:
     """The app's committed admission verdicts (``fault_catalog/<app>/admission.json``): admitted entries
-    whose content hash is current; every entry when the app has no admission file."""
-    admitted = admitted_ids(app, root=root)
+    whose content hash is current; every entry when the app has no admission file. ``catalog`` is the
+    app's catalog under ``root`` when already loaded."""
+    admitted = admitted_ids(app, root=root, catalog=catalog)
     if admitted is None:
         return Admission(admitted=None, source="none", sha256="")
     path = admission_path(app, root=root)
@@ -64,7 +65,7 @@ def make_plan(config: RunConfig, *, root: Path | None = None) -> RunPlan:
     catalog = load_catalog(config.app, root=base)
     topology = load_topology(config.app, root=base)
     pack = load_rule_pack()
-    admission = read_admission(config.app, root=base)
+    admission = read_admission(config.app, root=base, catalog=catalog)
     entries = [e for e in catalog.entries if admission.admitted is None or e.id in admission.admitted]
     scopes, decoy_services = decoy_inputs(catalog, topology)
     schedule = plan_schedule(

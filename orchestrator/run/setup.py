@@ -17,6 +17,7 @@ from typing import Any
 
 from orchestrator.bundle.journal import Journal
 from orchestrator.bundle.records import Price, RunManifest, ScheduleRecord
+from orchestrator.catalog.faults import CodeFault
 from orchestrator.catalog.topology import known_scope
 from orchestrator.mechanisms.applying import Applier
 from orchestrator.mechanisms.handles import Context
@@ -96,7 +97,7 @@ def _preload(*, tools: bool) -> None:
             import orchestrator.interface.server  # noqa: F401
 
 
-def _start_world(config: RunConfig, run_dir: Path) -> World:
+def _start_world(config: RunConfig, plan: RunPlan, run_dir: Path) -> World:
     threading.Thread(
         target=_preload, kwargs={"tools": config.role != "baseline"}, name="preload", daemon=True
     ).start()
@@ -104,7 +105,12 @@ def _start_world(config: RunConfig, run_dir: Path) -> World:
         assert config.kubeconfig is not None and config.prometheus_url is not None
         return connect_kube_world(kubeconfig=config.kubeconfig, prometheus_url=config.prometheus_url)
     return start_twin_world(
-        app=config.app, seed=config.seed, run_dir=run_dir, clock=config.clock, speed=config.speed
+        app=config.app,
+        seed=config.seed,
+        run_dir=run_dir,
+        clock=config.clock,
+        speed=config.speed,
+        faults=[e for e in plan.catalog.entries if isinstance(e, CodeFault)],
     )
 
 
@@ -129,7 +135,7 @@ def open_session(
             journal.append(
                 ScheduleRecord(index=a.index, at_s=a.at_s, duration_s=a.duration_s, catalog_id=a.catalog_id)
             )
-        world = _start_world(config, run_dir)
+        world = _start_world(config, plan, run_dir)
         stack.callback(world.stop)
         ledger = Ledger(run_dir / LEDGER_FILE)
         stack.callback(ledger.close)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
-from orchestrator.cluster.client import KubeClient, workloads_not_ready
+from orchestrator.catalog.faults import CodeFault
+from orchestrator.cluster.client import KubeClient, not_ready_of
 from orchestrator.errors import OrchestratorError, TelemetryError
 from orchestrator.telemetry.server import PrometheusServer, connect_prometheus, start_prometheus
 from orchestrator.twin.clock import STEP_SECONDS
@@ -99,11 +101,10 @@ class TwinWorld:
         A run whose application never becomes ready refuses to start (``OrchestratorError`` naming the
         workloads) rather than inject faults into an application that was never serving.
         """
-        client = self.client()
         namespace = self.running.twin.namespace
         started = self.running.twin.now
         while True:
-            waiting = workloads_not_ready(client, namespace)
+            waiting = self._not_ready()
             if not waiting:
                 break
             if self.running.twin.now - started >= WARMUP_LIMIT_S:
@@ -117,6 +118,12 @@ class TwinWorld:
         self.running.advance(WARMUP_QUIET_S)
         self.offset_s = self.running.twin.now
         return self.offset_s - started
+
+    def _not_ready(self) -> list[str]:
+        """What ``workloads_not_ready`` answers through the twin's API, read from its store in-process."""
+        twin = self.running.twin
+        with twin.cluster.lock:
+            return not_ready_of(*twin.workloads())
 
     def client(self) -> KubeClient:
         if self._client is None:
@@ -196,10 +203,18 @@ class RealtimeTwinWorld(TwinWorld):
 
 
 def start_twin_world(
-    *, app: str, seed: int, run_dir: Path, clock: str, speed: float
+    *,
+    app: str,
+    seed: int,
+    run_dir: Path,
+    clock: str,
+    speed: float,
+    faults: Iterable[CodeFault] | None = None,
 ) -> SteppedTwinWorld | RealtimeTwinWorld:
-    """Start the run's Prometheus on a fresh TSDB under ``run_dir`` and the twin remote-writing to it."""
-    prometheus = start_prometheus(run_dir)
+    """Start the run's Prometheus on a fresh TSDB under ``run_dir`` and the twin remote-writing to it;
+    ``faults`` are the app's code faults when the caller has its catalog (else the twin reads it)."""
+    # Prometheus starts (in its own process) while the twin boots; nothing is pushed before the warm-up.
+    prometheus = start_prometheus(run_dir, wait=False)
     try:
         running = start_twin(
             app,
@@ -208,6 +223,7 @@ def start_twin_world(
             clock="stepped",  # a realtime world is started by ``begin``
             speed=speed,
             remote_write_url=prometheus.remote_write_url,
+            faults=faults,
         )
     except BaseException:
         prometheus.stop()
@@ -215,6 +231,7 @@ def start_twin_world(
     kind = SteppedTwinWorld if clock == "stepped" else RealtimeTwinWorld
     world = kind(running=running, prometheus=prometheus, kubeconfig=running.kubeconfig)
     try:
+        prometheus.wait_ready()
         world.warm_up()
     except BaseException:
         world.stop()

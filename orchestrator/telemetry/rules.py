@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from orchestrator.errors import ConfigError, Problem
 from orchestrator.telemetry.templates import template_problems
 
+_FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 DEFAULT_EVALUATION_INTERVAL = 60.0  # Prometheus' global default when a group names no interval
 APP_LABEL = "app"  # marks a rule written for one app (alert_rules/README.md)
 _DURATION = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
@@ -137,13 +139,16 @@ def load_rule_pack(directory: Path | None = None) -> RulePack:
 def _read_rule_file(path: Path, raw: bytes, *, problems: list[Problem]) -> list[AlertRule]:
     where = str(path)
     try:
-        data = yaml.safe_load(raw)
-        lines = _line_index(yaml.compose(raw))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problems.append(Problem(where, line, "", "", f"is not valid YAML: {exc}"))
-        return []
+        data, lines = _parsed(raw)
+    except yaml.YAMLError:
+        try:  # read again by the pure-Python parser, whose message names the problem
+            data = yaml.safe_load(raw)
+            lines = _line_index(yaml.compose(raw))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            problems.append(Problem(where, line, "", "", f"is not valid YAML: {exc}"))
+            return []
 
     def report(loc: tuple[str | int, ...], value: object, message: str) -> None:
         field = ".".join(map(str, loc))
@@ -202,6 +207,19 @@ def _validated(model: type[M], raw: object, *, loc: Loc, report: Reporter) -> M 
         for error in exc.errors():
             report((*loc, *error["loc"]), error.get("input"), error["msg"])
         return None
+
+
+def _parsed(raw: bytes) -> tuple[Any, dict[Loc, int]]:
+    """The one document of ``raw`` and the line of each of its values, composed once, by libyaml when
+    present (the same data as ``yaml.safe_load``; the lines are indexed before construction)."""
+    loader = _FAST_LOADER(raw)
+    try:
+        node = loader.get_single_node()
+        lines = _line_index(node)
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return data, lines
 
 
 def _line_index(

@@ -51,6 +51,22 @@ class PrometheusServer:
         except httpx.HTTPError:
             return False
 
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        """Wait until the server answers ready: ``TelemetryError`` if the process this object started
+        exits first, or (with the server stopped) when ``timeout`` seconds pass."""
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            process = self.process
+            if process is not None and process.poll() is not None:
+                log = self.data_dir.parent / "prometheus.log" if self.data_dir is not None else None
+                raise TelemetryError(
+                    f"prometheus exited with code {process.returncode} before becoming ready; see {log}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TelemetryError(f"prometheus at {self.url} not ready after {timeout:.0f} s")
+            time.sleep(0.1)
+
     def stop(self, *, timeout: float = STOP_TIMEOUT) -> None:
         """Terminate the server this object started (by its PID) and wait for it; kill it if it lingers."""
         process = self.process
@@ -105,10 +121,12 @@ def start_prometheus(
     out_of_order_window: str = "30d",
     binary: str = "prometheus",
     ready_timeout: float = READY_TIMEOUT,
+    wait: bool = True,
 ) -> PrometheusServer:
     """Start Prometheus on a fresh TSDB under ``run_dir/prometheus`` listening on 127.0.0.1 on a free port,
-    and wait until it is ready. Rule files are loaded only when given (for checks against Prometheus' own
-    rule manager); the run's evaluator queries instead."""
+    and wait until it is ready (without ``wait``, the caller does other work first and then calls
+    ``wait_ready``, stopping the server itself if it gives up before). Rule files are loaded only when
+    given (for checks against Prometheus' own rule manager); the run's evaluator queries instead."""
     executable = prometheus_binary(binary)
     home = run_dir / "prometheus"
     data_dir = home / "data"
@@ -147,17 +165,8 @@ def start_prometheus(
     )
     log.close()
     server = PrometheusServer(url=f"http://127.0.0.1:{port}", data_dir=data_dir, process=process)
-    deadline = time.monotonic() + ready_timeout
-    while not server.ready():
-        if process.poll() is not None:
-            raise TelemetryError(
-                f"prometheus exited with code {process.returncode} before becoming ready; "
-                f"see {home / 'prometheus.log'}"
-            )
-        if time.monotonic() > deadline:
-            server.stop()
-            raise TelemetryError(f"prometheus at {server.url} not ready after {ready_timeout:.0f} s")
-        time.sleep(0.1)
+    if wait:
+        server.wait_ready(ready_timeout)
     return server
 
 

@@ -33,6 +33,8 @@ from orchestrator.twin.runtime import ModelRuntime
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+# The C loader when libyaml is present: the same documents as ``yaml.safe_load_all``, several times faster.
+_FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PODS = BY_PLURAL[("", "pods")]
 _SERVICES = BY_PLURAL[("", "services")]
 _CONFIGMAPS = BY_PLURAL[("", "configmaps")]
@@ -49,7 +51,7 @@ def read_manifests(app: str, *, root: Path) -> list[dict[str, Any]]:
     path = root / "manifests" / app / "app.yaml"
     if not path.is_file():
         raise ConfigError(f"{path}: no rendered manifests for app {app!r}")
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return [doc for doc in yaml.load_all(path.read_text(), Loader=_FAST_LOADER) if doc]
 
 
 def code_faults(app: str, *, root: Path) -> list[CodeFault]:
@@ -168,6 +170,12 @@ class Twin:
             chaos=chaos,
             cache=self._views,
         )
+
+    def workloads(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The namespace's Deployments and StatefulSets as the API server lists them (the stored objects
+        themselves: read them under ``cluster.lock``, change nothing)."""
+        store, ns = self.cluster.store, self.namespace
+        return store.list(_DEPLOYMENTS, ns), store.list(_STATEFULSETS, ns)
 
     def series(self) -> tuple[list[metrics.Key], list[float]]:
         """Every series of the namespace now: their keys and their values, in the same order."""

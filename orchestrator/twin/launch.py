@@ -7,11 +7,13 @@ bearer token the server wants), ``advance(seconds)`` (stepped clock) and ``stop(
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.catalog.faults import CodeFault
 from orchestrator.errors import ConfigError
 from orchestrator.serving import LocalServer, serve_locally
 from orchestrator.twin.apiserver.certificates import ServingCertificates, issue
@@ -82,6 +84,7 @@ def start_twin(
     port: int = 0,
     keep_samples: bool = False,
     root: Path | None = None,
+    faults: Iterable[CodeFault] | None = None,
 ) -> RunningTwin:
     """Boot the twin of ``app``, serve it over HTTPS on 127.0.0.1:``port`` (0: a free port) behind a fresh
     bearer token and write ``kubeconfig`` (owner-only) with that token and the CA to trust."""
@@ -93,6 +96,7 @@ def start_twin(
         remote_write_url=remote_write_url,
         keep_samples=keep_samples,
         root=root,
+        faults=faults,
     )
     certificates = issue(now=datetime.now(UTC))  # TLS validity is checked against the wall clock
     twin.cluster.publish_root_ca(certificates.ca_pem.decode())

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from orchestrator.catalog import admissions as admissions_module
 from orchestrator.catalog.admissions import (
     FILE_NAME as ADMISSION_FILE,
 )
 from orchestrator.catalog.admissions import AdmissionFile, AdmissionRecord, Procedure, render_admission
-from orchestrator.catalog.loading import default_root, load_catalog
-from orchestrator.run.plan import read_admission
+from orchestrator.catalog.faults import CodeFault
+from orchestrator.catalog.loading import Catalog, default_root, load_catalog
+from orchestrator.run import plan as plan_module
+from orchestrator.run.config import RunConfig
+from orchestrator.run.plan import make_plan, read_admission
 from orchestrator.telemetry.rules import load_rule_pack
+from orchestrator.twin.boot import code_faults
 
 
 def test_without_an_admission_record_every_entry_may_be_drawn(tmp_path: Path) -> None:
@@ -50,6 +58,26 @@ def test_only_admitted_entries_with_an_unchanged_content_hash_are_drawn(tmp_path
     assert admission.admitted == frozenset({first.id})
     assert admission.source == "fault_catalog/online-boutique/admission.json"
     assert len(admission.sha256) == 64
+    # The plan hands over the catalog it has loaded: the same verdicts as reading it again.
+    assert read_admission("online-boutique", root=root, catalog=catalog) == admission
+
+
+def test_a_run_plans_from_one_reading_of_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The admitted entries and the twin's code faults come from the catalog the plan loaded."""
+    calls: list[str | None] = []
+    real = load_catalog
+
+    def counted(app: str | None = None, **kwargs: Any) -> Catalog:
+        calls.append(app)
+        return real(app, **kwargs)
+
+    monkeypatch.setattr(plan_module, "load_catalog", counted)
+    monkeypatch.setattr(admissions_module, "load_catalog", counted)
+    plan = make_plan(RunConfig(app="online-boutique", seed=42, agent="runbook"))
+    assert calls == ["online-boutique"]
+    assert plan.admission == read_admission("online-boutique", root=default_root())
+    handed = [entry for entry in plan.catalog.entries if isinstance(entry, CodeFault)]
+    assert handed and handed == code_faults("online-boutique", root=default_root())
 
 
 def test_the_rules_labelled_for_other_apps_are_not_evaluated() -> None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import shutil
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import OrchestratorError
+from orchestrator.cluster.client import KubeClient, workloads_not_ready
+from orchestrator.errors import OrchestratorError, TelemetryError
 from orchestrator.run import world as world_module
 from orchestrator.run.world import WARMUP_QUIET_S, start_twin_world
 from orchestrator.telemetry.querying import PrometheusQuerier
+from orchestrator.telemetry.server import start_prometheus
+from orchestrator.twin.clock import STEP_SECONDS
+from orchestrator.twin.launch import start_twin
 from orchestrator.twin.observe.telemetry import SCRAPE_SECONDS, timestamp_ms
 from orchestrator.twin.timefmt import EPOCH
 
@@ -77,3 +82,48 @@ def test_a_stepped_world_waits_for_its_series_only_when_asked(tmp_path: Path) ->
         assert newest == last
     finally:
         world.stop()
+
+
+def test_the_warm_up_reads_readiness_from_the_store_as_the_api_answers_it(tmp_path: Path) -> None:
+    """The warm-up asks the twin's store in-process; at every step it must give the answer the API gives, or
+    schedule time 0 (and every bundle) moves."""
+    running = start_twin("train-ticket", seed=3, kubeconfig=tmp_path / "kubeconfig")
+    client = KubeClient.from_kubeconfig(running.kubeconfig)
+    world = world_module.SteppedTwinWorld(
+        running=running,
+        prometheus=None,  # type: ignore[arg-type]  # the warm-up's readiness reads no Prometheus
+        kubeconfig=running.kubeconfig,
+    )
+    answers: list[list[str]] = []
+    try:
+        for _ in range(int(WARMUP_QUIET_S / STEP_SECONDS)):
+            through_api = workloads_not_ready(client, "train-ticket")
+            assert world._not_ready() == through_api
+            answers.append(through_api)
+            if not through_api and len(answers) > 1 and not answers[-2]:
+                break
+            running.advance(STEP_SECONDS, flush=False)
+    finally:
+        client.close()
+        running.stop()
+    assert answers[0] and "tsdb-mysql" in answers[0]  # StatefulSets and Deployments both waited for
+    assert not answers[-1]
+
+
+def test_a_prometheus_that_never_becomes_ready_stops_the_twin_booted_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        world_module, "start_prometheus", partial(start_prometheus, binary="false")
+    )  # exits at once, while the twin boots
+    stopped: list[bool] = []
+    real_stop = world_module.TwinWorld.stop
+
+    def stop(self: world_module.TwinWorld) -> None:
+        stopped.append(True)
+        real_stop(self)
+
+    monkeypatch.setattr(world_module.TwinWorld, "stop", stop)
+    with pytest.raises(TelemetryError, match="prometheus exited with code 1 before becoming ready"):
+        start_twin_world(app="online-boutique", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
+    assert stopped == [True]

@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
+from orchestrator.catalog.apps import REPOSITORY_ROOT
 from orchestrator.errors import ConfigError
+from orchestrator.telemetry import rules as rules_module
 from orchestrator.telemetry.rules import DEFAULT_EVALUATION_INTERVAL, load_rule_pack, parse_duration
 from tests.telemetry.telemetry_support import write_pack
 
@@ -118,3 +121,16 @@ def test_a_pack_without_a_version_is_refused(tmp_path: Path) -> None:
     (tmp_path / "rules.yaml").write_text(GOOD, encoding="utf-8")
     with pytest.raises(ConfigError, match="no VERSION file"):
         load_rule_pack(tmp_path)
+
+
+def test_the_pack_is_parsed_once_into_the_data_and_lines_of_two_readings() -> None:
+    """One composition (by libyaml when present) gives what ``yaml.safe_load`` plus a composed line index
+    gave, for every committed rule file."""
+    files = sorted((REPOSITORY_ROOT / "alert_rules").glob("*.yaml"))
+    assert files
+    for path in files:
+        raw = path.read_bytes()
+        data, lines = rules_module._parsed(raw)
+        assert data == yaml.safe_load(raw)
+        assert repr(data) == repr(yaml.safe_load(raw))  # the same types and key order too
+        assert lines == rules_module._line_index(yaml.compose(raw))

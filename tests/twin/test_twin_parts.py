@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
+import yaml
 
+from orchestrator.catalog.loading import default_root
 from orchestrator.errors import TelemetryError
+from orchestrator.twin.boot import read_manifests
 from orchestrator.twin.clock import StepClock
 from orchestrator.twin.cluster import CHAOS_MESH_NAMESPACE, IMMORTAL_NAMESPACES, Cluster
 from orchestrator.twin.model.spans import Span, Trace
@@ -142,3 +145,10 @@ def test_a_twin_boots_with_chaos_meshs_namespace_an_ordinary_one_as_a_cluster_wi
     names = {obj["metadata"]["name"] for obj in cluster.store.list(NAMESPACES)}
     assert names == {"default", "kube-system", "kube-public", "kube-node-lease", CHAOS_MESH_NAMESPACE}
     assert CHAOS_MESH_NAMESPACE == "chaos-mesh" and CHAOS_MESH_NAMESPACE not in IMMORTAL_NAMESPACES
+
+
+@pytest.mark.parametrize("app", ["online-boutique", "train-ticket", "astronomy-shop"])
+def test_manifests_read_by_libyaml_are_the_documents_the_python_loader_reads(app: str) -> None:
+    path = default_root() / "manifests" / app / "app.yaml"
+    expected = [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    assert repr(read_manifests(app, root=default_root())) == repr(expected)
