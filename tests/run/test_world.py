@@ -43,10 +43,8 @@ def test_schedule_time_zero_comes_after_every_workload_serves_and_a_quiet_window
         world.stop()
 
 
-def test_an_application_that_never_serves_stops_the_run_before_it_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(world_module, "WARMUP_LIMIT_S", 10.0)
+def count_stops(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """A list that gets an entry each time a twin world is stopped."""
     stopped: list[bool] = []
     real_stop = world_module.TwinWorld.stop
 
@@ -55,6 +53,14 @@ def test_an_application_that_never_serves_stops_the_run_before_it_starts(
         real_stop(self)
 
     monkeypatch.setattr(world_module.TwinWorld, "stop", stop)
+    return stopped
+
+
+def test_an_application_that_never_serves_stops_the_run_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(world_module, "WARMUP_LIMIT_S", 10.0)
+    stopped = count_stops(monkeypatch)
     with pytest.raises(OrchestratorError) as raised:
         start_twin_world(app="train-ticket", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
     assert "train-ticket: not every workload became available within 10 s" in str(raised.value)
@@ -116,14 +122,7 @@ def test_a_prometheus_that_never_becomes_ready_stops_the_twin_booted_beside_it(
     monkeypatch.setattr(
         world_module, "start_prometheus", partial(start_prometheus, binary="false")
     )  # exits at once, while the twin boots
-    stopped: list[bool] = []
-    real_stop = world_module.TwinWorld.stop
-
-    def stop(self: world_module.TwinWorld) -> None:
-        stopped.append(True)
-        real_stop(self)
-
-    monkeypatch.setattr(world_module.TwinWorld, "stop", stop)
+    stopped = count_stops(monkeypatch)
     with pytest.raises(TelemetryError, match="prometheus exited with code 1 before becoming ready"):
         start_twin_world(app="online-boutique", seed=3, run_dir=tmp_path, clock="stepped", speed=1.0)
     assert stopped == [True]

@@ -26,6 +26,8 @@ from orchestrator.twin.apiserver.certificates import issue
 from orchestrator.twin.apiserver.kubeconfig import Credentials, new_token, write_kubeconfig
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.runtime_protocol import ContainerVerdict
+from orchestrator.twin.selectors import parse_label_selector
+from orchestrator.twin.store import PODS
 
 NAMESPACE = "shop"
 NODES = (
@@ -114,6 +116,16 @@ def shop_manifests() -> list[dict[str, Any]]:
         deployment("redis", image="redis:7.2", probe=False),
         service("redis", 6379),
     ]
+
+
+def fresh(runtime: ScriptedRuntime | None = None, *docs: dict[str, Any]) -> Cluster:
+    made = Cluster(seed=5, nodes=NODES, runtime=runtime or ScriptedRuntime())
+    made.apply_manifests([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, *docs])
+    return made
+
+
+def pods_of(cluster: Cluster, app: str) -> list[dict[str, Any]]:
+    return cluster.store.list(PODS, NAMESPACE, labels=parse_label_selector(f"app={app}"))
 
 
 def run(cluster: Cluster, seconds: float, *, step: float = 5.0) -> None:

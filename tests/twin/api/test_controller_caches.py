@@ -7,19 +7,8 @@ from typing import Any
 
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.controllers.workloads import owned_by
-from orchestrator.twin.selectors import parse_label_selector
 from orchestrator.twin.store import DEPLOYMENTS, ENDPOINTS, PODS, REPLICASETS
-from tests.twin.api.support import NAMESPACE, NODES, ScriptedRuntime, deployment, run, service
-
-
-def fresh(runtime: ScriptedRuntime | None = None, *docs: dict[str, Any]) -> Cluster:
-    made = Cluster(seed=5, nodes=NODES, runtime=runtime or ScriptedRuntime())
-    made.apply_manifests([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, *docs])
-    return made
-
-
-def pods_of(cluster: Cluster, app: str) -> list[dict[str, Any]]:
-    return cluster.store.list(PODS, NAMESPACE, labels=parse_label_selector(f"app={app}"))
+from tests.twin.api.support import NAMESPACE, deployment, fresh, pods_of, run, service
 
 
 def edit(cluster: Cluster, obj: dict[str, Any], change: Any, kind: Any = PODS) -> None:

@@ -7,22 +7,20 @@ from typing import Any
 
 from orchestrator.twin.cluster import Cluster
 from orchestrator.twin.resources import RESOURCE_TYPES
-from orchestrator.twin.selectors import parse_label_selector
-from orchestrator.twin.store import DEPLOYMENTS, ENDPOINTS, EVENTS, NAMESPACES, PODS, REPLICASETS, SERVICES
+from orchestrator.twin.store import DEPLOYMENTS, ENDPOINTS, EVENTS, NAMESPACES, REPLICASETS, SERVICES
 from orchestrator.twin.store import NODES as NODE_OBJECTS
-from tests.twin.api.support import NAMESPACE, NODES, ScriptedRuntime, deployment, run, service, shop_manifests
+from tests.twin.api.support import (
+    NAMESPACE,
+    ScriptedRuntime,
+    deployment,
+    fresh,
+    pods_of,
+    run,
+    service,
+    shop_manifests,
+)
 
 REVISION = "deployment.kubernetes.io/revision"
-
-
-def fresh(runtime: ScriptedRuntime | None = None, *docs: dict[str, Any]) -> Cluster:
-    made = Cluster(seed=5, nodes=NODES, runtime=runtime or ScriptedRuntime())
-    made.apply_manifests([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, *docs])
-    return made
-
-
-def pods_of(cluster: Cluster, app: str) -> list[dict[str, Any]]:
-    return cluster.store.list(PODS, NAMESPACE, labels=parse_label_selector(f"app={app}"))
 
 
 def container_status(pod: dict[str, Any]) -> dict[str, Any]:
