@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from orchestrator.catalog.apps import REPOSITORY_ROOT, app_names, listed
 from orchestrator.catalog.checks import cross_check, located
 from orchestrator.catalog.families import expand
-from orchestrator.catalog.faults import FAULT_ENTRY, Category, Entry, Mechanism
+from orchestrator.catalog.faults import FAULT_ENTRY, Category, CodeFault, Entry, Mechanism
 from orchestrator.catalog.topologies import load_topology
 from orchestrator.catalog.topology import Topology, affected_scope, topology_path
 from orchestrator.catalog.yamlfile import Document, Loc, read_documents
@@ -70,6 +70,10 @@ class Catalog:
 
     def origin(self, entry: Entry | str) -> Origin:
         return self.origins[entry if isinstance(entry, str) else entry.id]
+
+    def code_faults(self) -> list[CodeFault]:
+        """The code-fault entries, in id order: the builds of the app's image registry beyond its base."""
+        return [entry for entry in self.entries if isinstance(entry, CodeFault)]
 
     def content_hash(self) -> str:
         """SHA-256 over the entries' content hashes in id order: changes with any field of any entry."""

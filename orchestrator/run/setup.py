@@ -17,7 +17,6 @@ from typing import Any
 
 from orchestrator.bundle.journal import Journal
 from orchestrator.bundle.records import Price, RunManifest, ScheduleRecord
-from orchestrator.catalog.faults import CodeFault
 from orchestrator.catalog.topology import known_scope
 from orchestrator.mechanisms.applying import Applier
 from orchestrator.mechanisms.handles import Context
@@ -110,7 +109,7 @@ def _start_world(config: RunConfig, plan: RunPlan, run_dir: Path) -> World:
         run_dir=run_dir,
         clock=config.clock,
         speed=config.speed,
-        faults=[e for e in plan.catalog.entries if isinstance(e, CodeFault)],
+        faults=plan.catalog.code_faults(),
     )
 
 

@@ -58,7 +58,7 @@ def code_faults(app: str, *, root: Path) -> list[CodeFault]:
     """The app's code-fault builds: the twin's image registry beyond the base version."""
     if not (root / "fault_catalog" / app).is_dir():
         return []
-    return [e for e in load_catalog(app, root=root).entries if isinstance(e, CodeFault)]
+    return load_catalog(app, root=root).code_faults()
 
 
 class Twin:
