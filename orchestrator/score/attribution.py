@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from orchestrator.bundle.reader import Bundle
 from orchestrator.bundle.records import AlertRecord, IncidentReport
@@ -170,9 +170,15 @@ def severity_rank(alert: AlertRecord) -> int | None:
     return SEVERITY_RANKS.get(normalise_name(alert.labels.get(SEVERITY_LABEL, "")))
 
 
-def raises(firing: AlertRecord, later: AlertRecord, scope: frozenset[str]) -> bool:
+def raises(
+    firing: AlertRecord,
+    later: AlertRecord,
+    scope: frozenset[str],
+    named: Callable[[AlertRecord], frozenset[str]] | None = None,
+) -> bool:
     """Whether ``later`` is a new series of ``firing``'s rule, or the same signal at a higher severity for a
-    service of ``scope`` that ``firing`` names too (no side effects; docs/metrics.md, "Attribution")."""
+    service of ``scope`` that ``firing`` names too (no side effects; docs/metrics.md, "Attribution").
+    ``named`` gives an alert's services of ``scope`` (``services_named``, remembered by the caller)."""
     if later.alert_id == firing.alert_id:
         return False
     if later.rule == firing.rule:
@@ -183,7 +189,9 @@ def raises(firing: AlertRecord, later: AlertRecord, scope: frozenset[str]) -> bo
     low, high = severity_rank(firing), severity_rank(later)
     if low is None or high is None or high <= low:
         return False
-    return bool(services_named(firing.labels, scope) & services_named(later.labels, scope))
+    if named is None:
+        return bool(services_named(firing.labels, scope) & services_named(later.labels, scope))
+    return bool(named(firing) & named(later))
 
 
 @dataclass(frozen=True)
@@ -220,6 +228,21 @@ class Attribution:
         return sum(len(ids) > 1 for ids in self.faults_of.values()) / len(self.faults_of)
 
 
+@dataclass
+class _ScopeNames:
+    """``services_named`` of each alert for one scope, worked out once per alert: a fault's already-firing
+    alerts are each compared with every alert started in its window."""
+
+    scope: frozenset[str]
+    _known: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def __call__(self, alert: AlertRecord) -> frozenset[str]:
+        found = self._known.get(alert.alert_id)
+        if found is None:
+            found = self._known[alert.alert_id] = services_named(alert.labels, self.scope)
+        return found
+
+
 def attribute(alerts: Mapping[str, AlertRecord], faults: Iterable[Fault]) -> Attribution:
     """Every alert's attribution to ``faults`` (no side effects; docs/metrics.md, "Attribution")."""
     found: dict[str, set[str]] = {}
@@ -229,6 +252,7 @@ def attribute(alerts: Mapping[str, AlertRecord], faults: Iterable[Fault]) -> Att
     for fault in faults:
         low, high = bisect_left(starts, fault.inject_s), bisect_right(starts, fault.window_end_s)
         started = [alert for alert in by_start[low:high] if is_attributable(alert, fault)]
+        named = _ScopeNames(fault.scope)
         for alert in started:
             found.setdefault(alert.alert_id, set()).add(fault.fault_id)
         for firing in by_start[:low]:
@@ -238,7 +262,7 @@ def attribute(alerts: Mapping[str, AlertRecord], faults: Iterable[Fault]) -> Att
                 later.starts_at
                 for later in started
                 if (firing.ends_at is None or later.starts_at < firing.ends_at)
-                and raises(firing, later, fault.scope)
+                and raises(firing, later, fault.scope, named)
             ]
             if raised:
                 found.setdefault(firing.alert_id, set()).add(fault.fault_id)
