@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import TelemetryError
+from orchestrator.twin.observe import pusher
 from orchestrator.twin.observe.metrics import Key
 from orchestrator.twin.observe.telemetry import SCRAPES_PER_PUSH, STALE_NAN, Telemetry
 
@@ -56,7 +57,8 @@ def _lists() -> Iterator[list[Key]]:
     shrunk = [key for key in grown if key not in (base[3], base[41])]
     moved = [*shrunk[:5], shrunk[30], *shrunk[5:30], *shrunk[31:]]
     twice = [*moved[:10], moved[4], *moved[10:]]
-    for keys in (base, grown, shrunk, moved, twice, list(moved), base[:7]):
+    again = [(name, tuple(labels)) for name, labels in base]  # equal series, other key objects
+    for keys in (base, grown, shrunk, moved, twice, list(moved), base[:7], again):
         for _ in range(5):
             yield list(keys) if keys is twice else keys
 
@@ -66,9 +68,11 @@ def _value(k: int, i: int) -> float:
     return choices[(k + i) % len(choices)]
 
 
+@pytest.mark.parametrize("numbered", [pusher.MAX_NUMBERED, 100])
 def test_the_child_posts_the_requests_the_twin_s_own_process_posts(
-    receivers: list[tuple[str, list[bytes]]],
+    receivers: list[tuple[str, list[bytes]]], numbered: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(pusher, "MAX_NUMBERED", numbered)  # 100: the numbering starts afresh often
     (child_url, child_bodies), (own_url, own_bodies) = receivers
     child = Telemetry(remote_write_url=child_url)
     own = Telemetry(remote_write_url=None)

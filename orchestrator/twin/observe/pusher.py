@@ -6,8 +6,12 @@ per request as arguments) owns an ``Encoder`` and a ``RemoteWriteClient``; the t
 writes frames to the child's stdin from a thread that mostly waits in the kernel:
 
     kind (1 byte), payload length (4 bytes, little endian), payload
-    K  the list of series of the scrapes that follow (pickled), after a byte that is 1 when it lists no
-       series twice; sent only when the list object changes, as the scraper reuses one list per set
+    K  the list of series of the scrapes that follow, sent only when the list object changes (the scraper
+       reuses one list per set of series): a flags byte (1: it lists no series twice, 2: forget the series
+       numbered so far), the count of series (``I``), the number of each (``I`` each), and the series not
+       numbered before, pickled, which take the next numbers in order. A series is numbered by its key
+       object, which the scraper hands again from one scrape to the next: a changed list costs a lookup
+       per series, not the pickling of all of them
     S  one scrape: its timestamp (``q``) and values (``d``), little endian, the bytes the digest took
     P  the scrapes since the last P are one push (their requests are those the same push in-process makes)
     F  answer when everything before is posted: an A frame with the requests and samples posted since the
@@ -29,8 +33,10 @@ import struct
 import subprocess
 import sys
 import threading
+from array import array
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import compress, repeat
 from pathlib import Path
 from typing import IO
 
@@ -46,6 +52,10 @@ KEYS, SCRAPE, PUSH, FLUSH, ANSWER = b"K", b"S", b"P", b"F", b"A"
 PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031
 CLOSE_TIMEOUT_S = 60.0
+# Key objects numbered before the numbering starts afresh (objects long gone are held no longer).
+MAX_NUMBERED = 1 << 17
+DISTINCT, RESTART = 1, 2
+_COUNT = struct.Struct("<I")
 
 Outgoing = tuple[list[Key], bool, bytes]  # a scrape's series, whether they are distinct, its packed bytes
 
@@ -80,6 +90,8 @@ class Pusher:
             fcntl.fcntl(self._stdin.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)
         self._queue: queue.Queue[list[Outgoing] | bytes | None] = queue.Queue()
         self._keys: list[Key] | None = None  # the list the child has; held so that its id stays its own
+        self._numbers: dict[int, int] = {}  # the number of each key object the child has, by its id
+        self._numbered: list[Key] = []  # those objects, held so that their ids stay theirs
         self._gone: TelemetryError | None = None
         self.error: TelemetryError | None = None
         self.requests = 0
@@ -143,14 +155,38 @@ class Pusher:
         frames: list[bytes] = []
         for keys, distinct, packed in scrapes:
             if keys is not self._keys:
-                frames.append(
-                    _frame(KEYS, (b"\x01" if distinct else b"\x00") + pickle.dumps(keys, protocol=5))
-                )
+                frames.append(_frame(KEYS, self._listing(keys, distinct)))
                 self._keys = keys
             frames.append(_frame(SCRAPE, packed))
         frames.append(_frame(PUSH, b""))
         self._stdin.write(b"".join(frames))
         self._stdin.flush()
+
+    def _listing(self, keys: list[Key], distinct: bool) -> bytes:
+        """The payload of a K frame for ``keys``; numbers the key objects not numbered before."""
+        flags = DISTINCT if distinct else 0
+        if len(self._numbered) + len(keys) > MAX_NUMBERED:
+            self._numbers, self._numbered = {}, []
+            flags |= RESTART
+        numbers, numbered = self._numbers, self._numbered
+        found = list(map(numbers.get, map(id, keys), repeat(-1)))
+        start = len(numbered)
+        for at in compress(range(len(keys)), map((-1).__eq__, found)):
+            key = keys[at]
+            number = numbers.get(id(key))
+            if number is None:
+                number = numbers[id(key)] = len(numbered)
+                numbered.append(key)
+            found[at] = number
+        listed = array("I", found)
+        return b"".join(
+            (
+                bytes((flags,)),
+                _COUNT.pack(len(listed)),
+                listed.tobytes(),
+                pickle.dumps(numbered[start:], protocol=pickle.HIGHEST_PROTOCOL),
+            )
+        )
 
     def _answer(self) -> None:
         self._stdin.write(_frame(FLUSH, b""))
@@ -173,6 +209,18 @@ def _values(count: int) -> struct.Struct:
     return struct.Struct(f"<{count}d")
 
 
+def _listed(payload: bytes, numbered: list[Key]) -> tuple[list[Key], list[Key]]:
+    """The list of series of a K frame's payload, and the key objects numbered once it is read."""
+    if payload[0] & RESTART:
+        numbered = []
+    (count,) = _COUNT.unpack_from(payload, 1)
+    start = 1 + _COUNT.size
+    numbers = array("I")
+    numbers.frombytes(payload[start : start + 4 * count])
+    numbered.extend(pickle.loads(payload[start + 4 * count :]))
+    return list(map(numbered.__getitem__, numbers)), numbered
+
+
 def _read(source: IO[bytes], size: int) -> bytes | None:
     data = source.read(size)
     if len(data) < size:
@@ -185,6 +233,7 @@ def serve(url: str, max_series: int, source: IO[bytes], replies: IO[bytes]) -> N
     encoder = Encoder()
     writer = RemoteWriteClient(url, retries=2, timeout_s=30.0)
     keys: Sequence[Key] = []
+    numbered: list[Key] = []
     scrapes: list[Scrape] = []
     requests = samples = 0
     error: TelemetryError | None = None
@@ -195,8 +244,8 @@ def serve(url: str, max_series: int, source: IO[bytes], replies: IO[bytes]) -> N
             if payload is None:
                 return
             if kind == KEYS:
-                keys = pickle.loads(payload[1:])
-                if payload[0]:
+                keys, numbered = _listed(payload, numbered)
+                if payload[0] & DISTINCT:
                     encoder.distinct(keys)
             elif kind == SCRAPE:
                 values = _values((size - _STAMP.size) // 8).unpack_from(payload, _STAMP.size)
