@@ -1,8 +1,9 @@
 """Scrapes of the twin's series at simulated instants, pushed to Prometheus by remote write.
 
 Every ``scrape`` buffers one sample per series at its simulated timestamp; every few scrapes the buffer is
-handed to a pusher thread that sends it (one TimeSeries per series with its samples, in time order), and
-``flush`` waits until all of it is in Prometheus. A series that
+handed to a pushing child process (``pusher``) that encodes and sends it (one TimeSeries per series with its
+samples, in time order), and ``flush`` waits until all of it is in Prometheus. A twin given its URL late
+(``send_to``) pushes from a thread of its own process instead. A series that
 disappears gets a staleness marker, as a scraping Prometheus would write. A digest of every sample, and
 optionally the samples themselves, are kept so that two runs can be compared byte for byte.
 """
@@ -21,6 +22,7 @@ from itertools import starmap
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe.alignment import Positions, align
 from orchestrator.twin.observe.metrics import Key, Labels, Sample
+from orchestrator.twin.observe.pusher import Outgoing, Pusher
 from orchestrator.twin.observe.remote_write import Encoder, RemoteWriteClient
 from orchestrator.twin.timefmt import epoch_s
 
@@ -69,7 +71,8 @@ class Telemetry:
         self.keep_samples = keep_samples
         self.samples: list[str] = []
         self._digest = hashlib.sha256()
-        self._scrapes: list[tuple[int, list[Key], list[float]]] = []
+        self._scrapes: list[tuple[int, list[Key], list[float]]] = []  # for a thread or held
+        self._outgoing: list[Outgoing] = []  # for the pushing child
         self._last_keys: list[Key] = []
         self._last_names: list[str] = []  # the exposition name of each of ``_last_keys``
         self._last_distinct = True  # whether ``_last_keys`` lists every series once
@@ -80,12 +83,22 @@ class Telemetry:
         self._thread: threading.Thread | None = None
         self._error: TelemetryError | None = None
         self._held: list[tuple[list[bytes], int]] | None = None  # requests encoded, and their samples
+        self._child: Pusher | None = None
         self.scrapes = 0
-        self.pushed_samples = 0
-        self.requests = 0
+        self._pushed_samples = 0
+        self._requests = 0
         if remote_write_url is not None:
-            self._queue = queue.Queue()
-            self._writer = RemoteWriteClient(remote_write_url, retries=2, timeout_s=30.0)
+            self._child = Pusher(remote_write_url, max_series=MAX_SERIES_PER_REQUEST)
+
+    @property
+    def requests(self) -> int:
+        """Write requests posted, as of the last ``flush``."""
+        return self._requests + (self._child.requests if self._child is not None else 0)
+
+    @property
+    def pushed_samples(self) -> int:
+        """Samples in Prometheus, as of the last ``flush``."""
+        return self._pushed_samples + (self._child.samples if self._child is not None else 0)
 
     @property
     def digest(self) -> str:
@@ -109,14 +122,18 @@ class Telemetry:
             if self._last_distinct:
                 self._encoder.distinct(keys)
             _update_joined(self._digest, [*names, *starmap(_series, gone)])
-        self._digest.update(struct.pack(f"<q{len(values)}d", ts, *values))
-        self._scrapes.append((ts, keys, values))
+        packed = struct.pack(f"<q{len(values)}d", ts, *values)
+        self._digest.update(packed)
+        if self._child is not None:
+            self._outgoing.append((keys, self._last_distinct, packed))
+        else:
+            self._scrapes.append((ts, keys, values))
         if self.keep_samples:
             self.samples.extend(
                 _format(n, labels, v, ts) for (n, labels), v in zip(keys, values, strict=True)
             )
         self.scrapes += 1
-        if len(self._scrapes) >= SCRAPES_PER_PUSH:
+        if len(self._scrapes) + len(self._outgoing) >= SCRAPES_PER_PUSH:
             self._hand_over()
 
     def _changed(self, keys: list[Key]) -> tuple[list[Key], list[str]]:
@@ -166,20 +183,29 @@ class Telemetry:
         for bodies, samples in held:
             for body in bodies:
                 self._writer.post(body)
-                self.requests += 1
-            self.pushed_samples += samples
+                self._requests += 1
+            self._pushed_samples += samples
 
     def flush(self) -> None:
         """Push everything scraped so far and wait until Prometheus has it; without a URL, drop it."""
         self._hand_over()
-        if self._queue is None:
-            return
-        self._queue.join()
-        if self._error is not None:
+        if self._child is not None:
+            self._child.flush()
+            error, self._child.error = self._child.error, None
+        elif self._queue is not None:
+            self._queue.join()
             error, self._error = self._error, None
+        else:
+            return
+        if error is not None:
             raise error
 
     def _hand_over(self) -> None:
+        if self._child is not None:
+            outgoing, self._outgoing = self._outgoing, []
+            if outgoing:
+                self._child.push(outgoing)
+            return
         scrapes, self._scrapes = self._scrapes, []
         if self._held is not None:
             if scrapes:
@@ -212,10 +238,15 @@ class Telemetry:
         assert self._writer is not None
         for body in self._encoder.requests(scrapes, max_series=MAX_SERIES_PER_REQUEST):
             self._writer.post(body)
-            self.requests += 1
-        self.pushed_samples += sum(len(values) for _, _, values in scrapes)
+            self._requests += 1
+        self._pushed_samples += sum(len(values) for _, _, values in scrapes)
 
     def close(self) -> None:
+        if self._child is not None:
+            self._child.close()
+            self._requests += self._child.requests
+            self._pushed_samples += self._child.samples
+            self._child = None
         if self._queue is not None and self._thread is not None:
             self._queue.put(None)
             self._thread.join(timeout=60)

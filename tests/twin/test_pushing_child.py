@@ -1,0 +1,155 @@
+"""A twin's pushes encoded and posted by its child process are those its own process would post, errors
+come back as they would, and the child ends with the twin's telemetry or its process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import TelemetryError
+from orchestrator.twin.observe import pusher
+from orchestrator.twin.observe.metrics import Key
+from orchestrator.twin.observe.telemetry import SCRAPES_PER_PUSH, STALE_NAN, Telemetry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    bodies: list[bytes]
+
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server looks up
+        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *_args: object) -> None:
+        return
+
+
+@pytest.fixture
+def receivers() -> Iterator[list[tuple[str, list[bytes]]]]:
+    servers, found = [], []
+    for _ in range(2):
+        bodies: list[bytes] = []
+        server = ThreadingHTTPServer(("127.0.0.1", 0), type("Receiver", (_Receiver,), {"bodies": bodies}))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        found.append((f"http://127.0.0.1:{server.server_address[1]}/api/v1/write", bodies))
+    yield found
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _lists() -> Iterator[list[Key]]:
+    """Lists of series as a scraper hands them: the same list object while nothing changes, a new one when
+    series come, go or move, and one that lists a series twice."""
+    base: list[Key] = [("m", (("i", f"{i:03d}"), ("pod", f"p-{i % 7}"))) for i in range(60)]
+    grown = base[:20] + [("m", (("i", "new"), ("pod", "q"))), ("n", ())] + base[20:]
+    shrunk = [key for key in grown if key not in (base[3], base[41])]
+    moved = [*shrunk[:5], shrunk[30], *shrunk[5:30], *shrunk[31:]]
+    twice = [*moved[:10], moved[4], *moved[10:]]
+    again = [(name, tuple(labels)) for name, labels in base]  # equal series, other key objects
+    for keys in (base, grown, shrunk, moved, twice, list(moved), base[:7], again):
+        for _ in range(5):
+            yield list(keys) if keys is twice else keys
+
+
+def _value(k: int, i: int) -> float:
+    choices = (0.0, -0.0, 1.5, float("inf"), -3e-300, STALE_NAN, float(k * i), 2.0**60)
+    return choices[(k + i) % len(choices)]
+
+
+@pytest.mark.parametrize("numbered", [pusher.MAX_NUMBERED, 100])
+def test_the_child_posts_the_requests_the_twin_s_own_process_posts(
+    receivers: list[tuple[str, list[bytes]]], numbered: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pusher, "MAX_NUMBERED", numbered)  # 100: the numbering starts afresh often
+    (child_url, child_bodies), (own_url, own_bodies) = receivers
+    child = Telemetry(remote_write_url=child_url)
+    own = Telemetry(remote_write_url=None)
+    own.hold()
+    own.send_to(own_url)  # nothing held: it pushes from a thread of this process from the start
+    try:
+        for k, keys in enumerate(_lists()):
+            for telemetry in (child, own):
+                telemetry.record(15.0 * k, list(keys), [_value(k, i) for i in range(len(keys))])
+            if k % (SCRAPES_PER_PUSH + 3) == 5:  # pushes of fewer scrapes, as an advance's flush makes
+                child.flush()
+                own.flush()
+        child.flush()
+        own.flush()
+    finally:
+        child.close()
+        own.close()
+    assert len(child_bodies) > 5
+    assert child_bodies == own_bodies
+    assert (child.requests, child.pushed_samples) == (own.requests, own.pushed_samples)
+    assert child.requests == len(child_bodies)
+    assert child.digest == own.digest
+
+
+def test_a_failed_push_raises_at_the_flush_after_it_and_then_pushes_resume() -> None:
+    telemetry = Telemetry(remote_write_url="http://127.0.0.1:9/api/v1/write")
+    try:
+        telemetry.scrape(0.0, [("up", (("pod", "a"),), 1.0)])
+        with pytest.raises(TelemetryError, match="remote write to http://127.0.0.1:9/api/v1/write failed"):
+            telemetry.flush()
+        telemetry.flush()  # the error was told once
+        assert (telemetry.requests, telemetry.pushed_samples) == (0, 0)
+    finally:
+        telemetry.close()
+
+
+def _gone(pid: int, *, within_s: float) -> bool:
+    """Whether process ``pid`` has ended (a zombie left to its new parent counts as ended)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_child_ends_when_the_telemetry_closes(receivers: list[tuple[str, list[bytes]]]) -> None:
+    url, bodies = receivers[0]
+    telemetry = Telemetry(remote_write_url=url)
+    child = telemetry._child
+    assert child is not None
+    pid = child.pid
+    for k in range(SCRAPES_PER_PUSH):  # one push handed over, as in the thread it is posted before the end
+        telemetry.scrape(15.0 * k, [("up", (("pod", "a"),), float(k))])
+    telemetry.close()
+    assert _gone(pid, within_s=0.1)
+    assert len(bodies) == 1
+    assert telemetry.requests == 1 and telemetry.pushed_samples == SCRAPES_PER_PUSH
+
+
+def test_the_child_ends_when_the_twin_s_process_is_gone(receivers: list[tuple[str, list[bytes]]]) -> None:
+    url, _ = receivers[0]
+    script = (
+        "import os, sys\n"
+        "from orchestrator.twin.observe.telemetry import Telemetry\n"
+        f"telemetry = Telemetry(remote_write_url={url!r})\n"
+        "print(telemetry._child.pid, flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+    }
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == -9, done.stderr
+    assert _gone(int(done.stdout), within_s=10.0)
