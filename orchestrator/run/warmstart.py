@@ -283,4 +283,9 @@ def _child(module: str, request: dict[str, Any]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1], 0, sys.stdout.buffer, sweep=SWEEP in sys.argv[2:]))
+    code = serve(sys.argv[1], 0, sys.stdout.buffer, sweep=SWEEP in sys.argv[2:])
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    # Every child has been reaped and nothing is left to finalise: tearing down the interpreter with all the
+    # agents' imports would hold the end of the run for about a quarter of a second.
+    os._exit(code)
