@@ -23,6 +23,33 @@ def test_the_console_script_reports_its_version() -> None:
     assert result.stdout.startswith("marathon ")
 
 
+# ``entry`` as the executable runs it, with a main that prints, registers an exit handler, may leave a thread
+# running, and returns 3.
+_ENTRY = """
+import atexit, sys, threading, time
+import orchestrator.cli as cli
+
+def fake_main():
+    print("printed, not yet flushed", end="")
+    atexit.register(lambda: sys.stderr.write("exit handler ran\\n"))
+    if sys.argv[1:] == ["thread"]:
+        threading.Thread(target=lambda: (time.sleep(0.2), print(" - the thread finished"))).start()
+    return 3
+
+cli.main = fake_main
+cli.entry()
+"""
+
+
+@pytest.mark.parametrize("leftover", [[], ["thread"]])
+def test_the_executable_ends_with_mains_code_after_its_output_and_exit_handlers(leftover: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-c", _ENTRY, *leftover], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr == "exit handler ran\n"
+    finished = " - the thread finished\n" if leftover else ""
+    assert done.stdout == "printed, not yet flushed" + finished  # a thread still running is waited for
+
+
 def test_an_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["no-such-command"])
