@@ -59,12 +59,22 @@ def bundle_rule_failure(failure: RuleFailure, *, origin_epoch_s: float) -> RuleF
     )
 
 
+def compact_json(value: Any) -> str:
+    """``value`` as the run's agent files hold it: keys sorted, no spaces (no side effects). Compact, so
+    that the C encoder, which an indented dump cannot use, does the work."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 def write_json_atomically(path: Path, value: Any) -> None:
     """Replace ``path`` in one step, so an agent never reads half a file."""
+    write_text_atomically(path, compact_json(value))
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` and a newline in one step."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
-    # Compact: the C encoder, which an indented dump cannot use, keeps rewriting the history cheap.
-    temporary.write_text(json.dumps(value, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    temporary.write_text(text + "\n", encoding="utf-8")
     os.replace(temporary, path)
 
 
@@ -121,6 +131,8 @@ class Recorder:
     events: RunEventHandler
     history: list[AlertRecord] = field(default_factory=list)
     inbox: list[dict[str, Any]] = field(default_factory=list)  # the history in the inbox's form
+    # Each entry of ``inbox`` encoded once: the inbox file is rewritten whole at every invocation.
+    _inbox_texts: list[str] = field(default_factory=list)
     firing: dict[str, AlertRecord] = field(default_factory=dict)
     service_until: float = 0.0
     _probe_until: dict[str, float] = field(default_factory=dict)
@@ -202,7 +214,9 @@ class Recorder:
         for alert in added:
             self.record(alert)
             self.history.append(alert)
-            self.inbox.append(inbox_entry(alert))
+            entry = inbox_entry(alert)
+            self.inbox.append(entry)
+            self._inbox_texts.append(compact_json(entry))
             if alert.ends_at is None:
                 self.firing[alert.alert_id] = alert
             else:
@@ -215,6 +229,10 @@ class Recorder:
                     t=alert.starts_at if alert.ends_at is None else alert.ends_at,
                 )
             )  # fmt: skip
+
+    def inbox_text(self) -> str:
+        """``compact_json(self.inbox)``, from the entries encoded as they came (no side effects)."""
+        return "[" + ",".join(self._inbox_texts) + "]"
 
     def _commit_rule_failures(self) -> None:
         """The evaluation windows that failed since the last commit (no evaluation is under way now)."""

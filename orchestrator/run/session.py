@@ -29,7 +29,7 @@ from orchestrator.run.decoys import apply_decoy
 from orchestrator.run.events import Boundary, Concurrency, Ended, Failed, Invoked, RunEventHandler
 from orchestrator.run.faults import FaultDriver, LiveFault
 from orchestrator.run.invoking import AgentProcess, Outcome, agent_environment
-from orchestrator.run.observing import Recorder, oracle_truth, write_json_atomically
+from orchestrator.run.observing import Recorder, oracle_truth, write_json_atomically, write_text_atomically
 from orchestrator.run.plan import RunPlan
 from orchestrator.run.states import record_service_states
 from orchestrator.run.world import World
@@ -252,7 +252,7 @@ class Session:
     def _invoke(self, k: int, due: list[Activation], decoys: list[Decoy]) -> None:
         if self.agent is None:
             return  # a no-action baseline: nothing is started, nobody reads an inbox
-        write_json_atomically(self.inbox, self.recorder.inbox)
+        write_text_atomically(self.inbox, self.recorder.inbox_text())
         if self.config.agent_name == ORACLE:
             truth = oracle_truth(
                 self._live(), now_s=self.world.now_s(), grace_s=float(self.config.delta_s),

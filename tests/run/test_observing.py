@@ -4,16 +4,24 @@ baseline agents read; and evaluated alerts turned into schedule time."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 from orchestrator.agents.inputs import load_alerts
 from orchestrator.agents.oracle import Truth
+from orchestrator.bundle.records import AlertRecord, Record
 from orchestrator.catalog.faults import Healthy, SymptomProbe
 from orchestrator.catalog.loading import load_catalog
 from orchestrator.mechanisms.handles import Handle
+from orchestrator.run.events import Ignore
 from orchestrator.run.faults import LiveFault
 from orchestrator.run.observing import (
+    Observation,
+    Recorder,
     bundle_alert,
+    compact_json,
     inbox_entry,
     oracle_truth,
     probe_of,
@@ -53,6 +61,35 @@ def test_the_inbox_history_reads_back_through_the_agents_parser_latest_state_win
     alerts = load_alerts(path)
     assert [(a.alert_id, a.firing) for a in alerts] == [("a1", False), ("a2", True)]
     assert json.loads(path.read_text())[0]["rule"] == "ServiceErrorRatioCritical"
+
+
+def _done(value: Any) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_result(value)
+    return future
+
+
+def test_the_inbox_text_is_the_whole_history_encoded_as_one_document_after_every_commit() -> None:
+    records: list[Record] = []
+    observer = SimpleNamespace(evaluator=SimpleNamespace(failures=[]), origin_epoch_s=ORIGIN)
+    recorder = Recorder(observer=cast(Any, observer), client=cast(Any, None), record=records.append,
+                        events=Ignore())  # fmt: skip
+    assert recorder.inbox_text() == compact_json([]) == "[]"
+    batches: list[list[AlertRecord]] = [
+        [bundle_alert(_evaluated("a1", starts=300.0, ends=None), origin_epoch_s=ORIGIN)],
+        [],
+        [
+            bundle_alert(_evaluated("a2", starts=420.0, ends=None), origin_epoch_s=ORIGIN),
+            bundle_alert(_evaluated("a1", starts=300.0, ends=540.0), origin_epoch_s=ORIGIN),
+        ],
+    ]
+    for until, batch in zip((360.0, 480.0, 600.0), batches, strict=True):
+        pool = ThreadPoolExecutor(max_workers=1)
+        recorder.commit(Observation(until=until, pool=pool, probes=_done([]), alerts=_done(batch),
+                                    service=_done([])))  # fmt: skip
+        assert recorder.inbox_text() == compact_json(recorder.inbox)
+    assert [entry["alert_id"] for entry in json.loads(recorder.inbox_text())] == ["a1", "a2", "a1"]
+    assert records == [alert for batch in batches for alert in batch]
 
 
 def test_the_oracle_truth_is_what_the_oracle_reads() -> None:
