@@ -2,42 +2,19 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe.telemetry import SCRAPES_PER_PUSH, Telemetry
-
-
-class _Receiver(BaseHTTPRequestHandler):
-    bodies: list[bytes]
-
-    def do_POST(self) -> None:  # noqa: N802 - the name http.server looks up
-        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *_args: object) -> None:
-        return
+from tests.twin.twin_support import write_receivers
 
 
 @pytest.fixture
-def receivers() -> Iterator[tuple[str, list[bytes], str, list[bytes]]]:
-    servers, found = [], []
-    for _ in range(2):
-        bodies: list[bytes] = []
-        handler = type("Receiver", (_Receiver,), {"bodies": bodies})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        found += [f"http://127.0.0.1:{server.server_address[1]}/api/v1/write", bodies]
-    yield found[0], found[1], found[2], found[3]
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+def receivers() -> Iterator[list[tuple[str, list[bytes]]]]:
+    with write_receivers(2) as found:
+        yield found
 
 
 def _scrape(telemetry: Telemetry, k: int) -> None:
@@ -51,9 +28,9 @@ def _scrape(telemetry: Telemetry, k: int) -> None:
 
 
 def test_held_scrapes_are_pushed_as_a_twin_with_the_url_from_the_start_pushes_them(
-    receivers: tuple[str, list[bytes], str, list[bytes]],
+    receivers: list[tuple[str, list[bytes]]],
 ) -> None:
-    direct_url, direct_bodies, held_url, held_bodies = receivers
+    (direct_url, direct_bodies), (held_url, held_bodies) = receivers
     direct, held = Telemetry(remote_write_url=direct_url), Telemetry(remote_write_url=None)
     held.hold()
     scrapes = 2 * SCRAPES_PER_PUSH + SCRAPES_PER_PUSH // 2

@@ -6,10 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -18,35 +16,15 @@ from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe import pusher
 from orchestrator.twin.observe.metrics import Key
 from orchestrator.twin.observe.telemetry import SCRAPES_PER_PUSH, STALE_NAN, Telemetry
+from tests.twin.twin_support import write_receivers
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    bodies: list[bytes]
-
-    def do_POST(self) -> None:  # noqa: N802 - the name http.server looks up
-        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *_args: object) -> None:
-        return
-
-
 @pytest.fixture
 def receivers() -> Iterator[list[tuple[str, list[bytes]]]]:
-    servers, found = [], []
-    for _ in range(2):
-        bodies: list[bytes] = []
-        server = ThreadingHTTPServer(("127.0.0.1", 0), type("Receiver", (_Receiver,), {"bodies": bodies}))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        found.append((f"http://127.0.0.1:{server.server_address[1]}/api/v1/write", bodies))
-    yield found
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    with write_receivers(2) as found:
+        yield found
 
 
 def _lists() -> Iterator[list[Key]]:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -66,3 +69,33 @@ def query(server: PrometheusServer, promql: str, *, at: float) -> float:
     if not result:
         return float("nan")
     return float(result[0]["value"][1])
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    bodies: list[bytes]
+
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server looks up
+        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *_args: object) -> None:
+        return
+
+
+@contextmanager
+def write_receivers(count: int) -> Iterator[list[tuple[str, list[bytes]]]]:
+    """``count`` remote-write endpoints on 127.0.0.1 that keep every body posted to them: (URL, bodies)."""
+    servers, found = [], []
+    for _ in range(count):
+        bodies: list[bytes] = []
+        server = ThreadingHTTPServer(("127.0.0.1", 0), type("Receiver", (_Receiver,), {"bodies": bodies}))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        found.append((f"http://127.0.0.1:{server.server_address[1]}/api/v1/write", bodies))
+    try:
+        yield found
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
