@@ -26,14 +26,15 @@ def test_the_console_script_reports_its_version() -> None:
 # ``entry`` as the executable runs it, with a main that prints, registers an exit handler, may leave a thread
 # running, and returns 3.
 _ENTRY = """
-import atexit, sys, threading, time
+import atexit, sys, threading
 import orchestrator.cli as cli
 
 def fake_main():
     print("printed, not yet flushed", end="")
     atexit.register(lambda: sys.stderr.write("exit handler ran\\n"))
     if sys.argv[1:] == ["thread"]:
-        threading.Thread(target=lambda: (time.sleep(0.2), print(" - the thread finished"))).start()
+        main = threading.main_thread()  # the thread prints once the main thread is done: after entry's check
+        threading.Thread(target=lambda: (main.join(), print(" - the thread finished"))).start()
     return 3
 
 cli.main = fake_main
