@@ -130,8 +130,7 @@ class Recorder:
     record: Callable[[Record], object]
     events: RunEventHandler
     history: list[AlertRecord] = field(default_factory=list)
-    inbox: list[dict[str, Any]] = field(default_factory=list)  # the history in the inbox's form
-    # Each entry of ``inbox`` encoded once: the inbox file is rewritten whole at every invocation.
+    # Each state of ``history`` in the inbox's form, encoded once: the inbox is rewritten at every invocation.
     _inbox_texts: list[str] = field(default_factory=list)
     firing: dict[str, AlertRecord] = field(default_factory=dict)
     service_until: float = 0.0
@@ -214,9 +213,7 @@ class Recorder:
         for alert in added:
             self.record(alert)
             self.history.append(alert)
-            entry = inbox_entry(alert)
-            self.inbox.append(entry)
-            self._inbox_texts.append(compact_json(entry))
+            self._inbox_texts.append(compact_json(inbox_entry(alert)))
             if alert.ends_at is None:
                 self.firing[alert.alert_id] = alert
             else:
@@ -231,7 +228,8 @@ class Recorder:
             )  # fmt: skip
 
     def inbox_text(self) -> str:
-        """``compact_json(self.inbox)``, from the entries encoded as they came (no side effects)."""
+        """The inbox file's text: ``compact_json`` of every state of ``history`` in the inbox's form, from the
+        entries encoded as they came (no side effects)."""
         return "[" + ",".join(self._inbox_texts) + "]"
 
     def _commit_rule_failures(self) -> None:

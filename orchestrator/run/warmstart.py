@@ -276,16 +276,19 @@ def _child(module: str, request: dict[str, Any]) -> int:
     except BaseException:  # noqa: BLE001 - the child reports any failure as a traceback and exit code 1
         traceback.print_exc()
         code = 1
+    _flush_output()
+    return int(code or 0)
+
+
+def _flush_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    return int(code or 0)
 
 
 if __name__ == "__main__":
     code = serve(sys.argv[1], 0, sys.stdout.buffer, sweep=SWEEP in sys.argv[2:])
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+    _flush_output()
     # Every child has been reaped and nothing is left to finalise: tearing down the interpreter with all the
     # agents' imports would hold the end of the run for about a quarter of a second.
     os._exit(code)

@@ -170,15 +170,10 @@ def severity_rank(alert: AlertRecord) -> int | None:
     return SEVERITY_RANKS.get(normalise_name(alert.labels.get(SEVERITY_LABEL, "")))
 
 
-def raises(
-    firing: AlertRecord,
-    later: AlertRecord,
-    scope: frozenset[str],
-    named: Callable[[AlertRecord], frozenset[str]] | None = None,
-) -> bool:
+def raises(firing: AlertRecord, later: AlertRecord, named: Callable[[AlertRecord], frozenset[str]]) -> bool:
     """Whether ``later`` is a new series of ``firing``'s rule, or the same signal at a higher severity for a
-    service of ``scope`` that ``firing`` names too (no side effects; docs/metrics.md, "Attribution").
-    ``named`` gives an alert's services of ``scope`` (``services_named``, remembered by the caller)."""
+    service of the fault's scope that ``firing`` names too (no side effects; docs/metrics.md,
+    "Attribution"). ``named`` gives the services of that scope an alert names (``_ScopeNames``)."""
     if later.alert_id == firing.alert_id:
         return False
     if later.rule == firing.rule:
@@ -189,8 +184,6 @@ def raises(
     low, high = severity_rank(firing), severity_rank(later)
     if low is None or high is None or high <= low:
         return False
-    if named is None:
-        return bool(services_named(firing.labels, scope) & services_named(later.labels, scope))
     return bool(named(firing) & named(later))
 
 
@@ -262,7 +255,7 @@ def attribute(alerts: Mapping[str, AlertRecord], faults: Iterable[Fault]) -> Att
                 later.starts_at
                 for later in started
                 if (firing.ends_at is None or later.starts_at < firing.ends_at)
-                and raises(firing, later, fault.scope, named)
+                and raises(firing, later, named)
             ]
             if raised:
                 found.setdefault(firing.alert_id, set()).add(fault.fault_id)

@@ -87,7 +87,7 @@ def test_the_inbox_text_is_the_whole_history_encoded_as_one_document_after_every
         pool = ThreadPoolExecutor(max_workers=1)
         recorder.commit(Observation(until=until, pool=pool, probes=_done([]), alerts=_done(batch),
                                     service=_done([])))  # fmt: skip
-        assert recorder.inbox_text() == compact_json(recorder.inbox)
+        assert recorder.inbox_text() == compact_json([inbox_entry(alert) for alert in recorder.history])
     assert [entry["alert_id"] for entry in json.loads(recorder.inbox_text())] == ["a1", "a2", "a1"]
     assert records == [alert for batch in batches for alert in batch]
 
