@@ -38,6 +38,8 @@ from orchestrator.telemetry.observing import Observer
 from orchestrator.telemetry.probes import HealthyWhen, ProbeQuery
 
 PROBE_WORKERS = 4
+# One probe to sample: the fault, the time of its last sample, its query, and the time to sample it up to.
+Span = tuple[str, float, ProbeQuery, float]
 
 
 def bundle_alert(alert: EvaluatedAlert, *, origin_epoch_s: float) -> AlertRecord:
@@ -113,7 +115,7 @@ class Observation:
 
     until: float
     pool: ThreadPoolExecutor
-    probes: Future[list[tuple[str, float, list[ProbeSample]]]]
+    probes: Future[list[tuple[Span, list[ProbeSample]]]]
     alerts: Future[list[AlertRecord]]
     service: Future[list[ServiceSample]]
 
@@ -136,6 +138,7 @@ class Recorder:
     service_until: float = 0.0
     _probe_until: dict[str, float] = field(default_factory=dict)
     _probes: dict[str, ProbeQuery] = field(default_factory=dict)
+    _deferred: list[Span] = field(default_factory=list)  # probes of faults reverted since the last boundary
     _rule_failures_journaled: int = 0
 
     def observe(self, faults: Sequence[LiveFault], *, until: float) -> None:
@@ -147,13 +150,15 @@ class Recorder:
         alerts, the entry point's samples and the live faults' probes, side by side in the background.
 
         The caller may change the world meanwhile (inject, revert): the queries end at ``until``, which the
-        world has passed, so what they answer cannot change. ``commit`` writes the records in a fixed order.
+        world has passed, so what they answer cannot change. ``commit`` writes the records in a fixed order,
+        the probes deferred since the last observation (``defer_probes``) first.
         """
+        spans, self._deferred = [*self._deferred, *self._spans(faults, until)], []
         pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="observe")
         return Observation(
             until=until,
             pool=pool,
-            probes=pool.submit(self._sample_probes, self._spans(faults), until),
+            probes=pool.submit(self._sample_probes, spans),
             alerts=pool.submit(self._evaluate, until),
             service=pool.submit(self._sample_service, after=self.service_until, until=until),
         )
@@ -166,32 +171,48 @@ class Recorder:
             service_answers = observation.service.result()
         finally:
             observation.pool.shutdown(wait=True, cancel_futures=True)
-        self._commit_probes(probe_answers, until=observation.until)
+        self._commit_probes(probe_answers)
         self._commit_alerts(alert_answers)
         self._commit_rule_failures()
         for sample in service_answers:
             self.record(sample)
         self.service_until = max(self.service_until, observation.until)
 
-    def observe_probes(self, faults: Sequence[LiveFault], *, until: float) -> None:
-        """The probe samples of ``faults`` up to schedule time ``until``, journaled: what a fault about to
-        be reverted between boundaries showed until then (the rule pack and the entry point wait for the
-        next boundary)."""
-        self._commit_probes(self._sample_probes(self._spans(faults), until), until=until)
+    def defer_probes(self, faults: Sequence[LiveFault], *, until: float) -> None:
+        """Sample the probes of ``faults`` up to schedule time ``until`` with the next observation, before its
+        own: what a fault about to be reverted between boundaries showed until then. Prometheus' answer for
+        times up to ``until`` does not change once the world has passed it, so the query waits for the next
+        boundary's push of the series instead of one of its own; the records are the same, in the same
+        order. A fault that stays live (its revert failed) is sampled from ``until`` on."""
+        spans = self._spans(faults, until)
+        self._deferred.extend(spans)
+        for fault_id, after, _, _ in spans:
+            self._probe_until[fault_id] = max(after, until)
 
-    def _spans(self, faults: Sequence[LiveFault]) -> list[tuple[str, float, ProbeQuery]]:
-        """Each fault's probe and the time of its last sample."""
+    @property
+    def deferred(self) -> bool:
+        """Whether probes wait for the next observation."""
+        return bool(self._deferred)
+
+    def commit_deferred(self) -> None:
+        """Sample and journal the deferred probes now (a run ending without a last observation)."""
+        spans, self._deferred = self._deferred, []
+        self._commit_probes(self._sample_probes(spans))
+
+    def _spans(self, faults: Sequence[LiveFault], until: float) -> list[Span]:
+        """Each fault's probe from the time of its last sample up to ``until``."""
         return [
             (
                 fault.fault_id,
                 self._probe_until.get(fault.fault_id, fault.inject_s),
                 self._probes[fault.fault_id],
+                until,
             )
             for fault in faults
         ]
 
-    def _commit_probes(self, answers: list[tuple[str, float, list[ProbeSample]]], *, until: float) -> None:
-        for fault_id, after, samples in answers:
+    def _commit_probes(self, answers: list[tuple[Span, list[ProbeSample]]]) -> None:
+        for (fault_id, after, _, until), samples in answers:
             for one in samples:
                 self.record(one)
             if fault_id in self._probes:  # not ended meanwhile
@@ -255,20 +276,19 @@ class Recorder:
         self._probe_until[fault.fault_id] = fault.inject_s
         self._probes[fault.fault_id] = probe_of(fault.entry.probe, self.observer.namespace)
 
-    def _sample_probes(
-        self, spans: Sequence[tuple[str, float, ProbeQuery]], until: float
-    ) -> list[tuple[str, float, list[ProbeSample]]]:
-        """Probe samples of each fault on the grid since its last sample, up to ``until``."""
+    def _sample_probes(self, spans: Sequence[Span]) -> list[tuple[Span, list[ProbeSample]]]:
+        """Probe samples of each span's fault on the grid since its last sample, up to the span's end."""
 
-        def sample(span: tuple[str, float, ProbeQuery]) -> list[ProbeSample]:
+        def sample(span: Span) -> list[ProbeSample]:
+            fault_id, after, probe, until = span
             return [
-                ProbeSample(fault_id=span[0], t=result.at, value=result.value, healthy=result.healthy)
-                for result in self.observer.probe(span[2], after=span[1], until=until)
+                ProbeSample(fault_id=fault_id, t=result.at, value=result.value, healthy=result.healthy)
+                for result in self.observer.probe(probe, after=after, until=until)
             ]
 
         with ThreadPoolExecutor(max_workers=PROBE_WORKERS) as pool:
             answers = list(pool.map(sample, spans))
-        return [(span[0], span[1], samples) for span, samples in zip(spans, answers, strict=True)]
+        return list(zip(spans, answers, strict=True))
 
     def artifacts(self, faults: Sequence[LiveFault], *, t: float) -> None:
         for fault in faults:

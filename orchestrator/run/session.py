@@ -1,12 +1,13 @@
 """One marathon in progress: the boundary loop over a started world, from the first boundary to RunEnded.
 
 Reverts, injections and decoys happen at their scheduled instants, between boundaries too: the world
-reaches the instant, the probes of the faults about to be reverted are sampled up to it, then due reverts,
-due injections and due decoys are applied (while the agent runs, in a world that moves by itself). At each
-boundary k (t_k = k * delta) the world reaches t_k; live faults' probes, the rule pack and the entry point
-are sampled up to it; the changes due are applied; the inbox is rewritten and the agent is invoked. The end
-reverts whatever is left, journals each rule's health and closes the journal's windows with ``RunEnded``.
-Sealing and scoring are the caller's.
+reaches the instant, the probes of the faults about to be reverted are marked to be sampled up to it (with
+the next boundary's queries, once their series are in Prometheus anyway), then due reverts, due injections
+and due decoys are applied (while the agent runs, in a world that moves by itself). At each boundary k
+(t_k = k * delta) the world reaches t_k; the probes deferred since the last boundary, the live faults'
+probes, the rule pack and the entry point are sampled up to it; the changes due are applied; the inbox is
+rewritten and the agent is invoked. The end reverts whatever is left, journals each rule's health and
+closes the journal's windows with ``RunEnded``. Sealing and scoring are the caller's.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class Session:
         due at t_k and the agent's invocation; False when stopped."""
         t_k = float(k * self.config.delta_s)
         while (at := self._next_change(due, decoys)) is not None and at < t_k:
-            if not self._advance(at, series=bool(self._ending(at))):
+            if not self._advance(at, series=False):
                 return False
             self._between(at, due, decoys)
         if not self._advance(t_k):
@@ -149,13 +150,10 @@ class Session:
         return min(instants, default=None)
 
     def _between(self, at: float, due: list[Activation], decoys: list[Decoy]) -> None:
-        """The changes due at ``at``, between two boundaries (the world is there). Only the probes of the
-        faults about to be reverted are read up to it; the rule pack and the entry point wait for the next
-        boundary."""
-        ending = self._ending(at)
-        if ending:
-            with self._phase("observe"):
-                self.recorder.observe_probes(ending, until=at)
+        """The changes due at ``at``, between two boundaries (the world is there). The probes of the faults
+        about to be reverted are to be read up to it, with the next boundary's queries, as the rule pack and
+        the entry point."""
+        self.recorder.defer_probes(self._ending(at), until=at)
         self._apply(at, due, decoys)
 
     def _ending(self, at: float) -> list[LiveFault]:
@@ -207,12 +205,15 @@ class Session:
 
     def _finish(self, reason: str) -> list[str]:
         live = self._live()
-        if reason != "error":
-            try:
+        try:
+            if reason != "error":
                 self._advance(self.world.now_s())  # every series so far in Prometheus
                 self.recorder.observe(live, until=self.world.now_s())
-            except Exception as exc:  # the last observations are a nicety; the reverts and the end are not
-                self.events.handle(Failed(operation="observation", error=str(exc)))
+            elif self.recorder.deferred:  # what faults reverted since the last boundary showed is kept
+                self._advance(self.world.now_s())
+                self.recorder.commit_deferred()
+        except Exception as exc:  # the last observations are a nicety; the reverts and the end are not
+            self.events.handle(Failed(operation="observation", error=str(exc)))
         left = self.driver.revert_all()
         for fault in live:
             if fault.fault_id not in self.driver.live:
