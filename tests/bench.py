@@ -21,6 +21,17 @@ from rich.table import Table
 
 HERE = Path(__file__).resolve().parent
 BASELINE = HERE / "bench_baseline.json"
+LOOP_STEPS = 20_000_000
+
+
+def _loop_seconds() -> float:
+    """Wall seconds of an empty Python loop of ``LOOP_STEPS`` steps: how fast this machine runs Python right
+    now. A virtual machine's speed drifts with its neighbours' load; the bench measures it before and after
+    its figures so that a reader can tell a slower program from a slower machine."""
+    started = time.perf_counter()
+    for _ in range(LOOP_STEPS):
+        pass
+    return time.perf_counter() - started
 
 
 def _rows(area: str, path: Path) -> list[Any]:
@@ -55,6 +66,7 @@ def main(argv: list[str]) -> int:
     measured: dict[str, float] = {}
     failures = errors = 0
     began = time.perf_counter()
+    speed_before = _loop_seconds()
     for path in sorted(HERE.glob("bench_*.py")):
         area = path.stem.removeprefix("bench_")
         if wanted and area not in wanted:
@@ -79,6 +91,11 @@ def main(argv: list[str]) -> int:
                 name, value, target = row
                 table.add_row(area, name, value, target, "", "")
         print(f"bench {area}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    speed_after = _loop_seconds()
+    key, speed = "machine: empty Python loop", max(speed_before, speed_after)
+    measured[key] = speed
+    shown = f"{speed_before:.2f} s before the figures, {speed_after:.2f} s after ({LOOP_STEPS:,} steps)"
+    table.add_row("machine", "empty Python loop", shown, "", "", _ratio(speed, before.get(key)))
     # Piped into a file or CI log, keep the table wide enough to read rather than 80 columns.
     Console(width=None if sys.stdout.isatty() else 180).print(table)
     print(f"bench: {time.perf_counter() - began:.0f} s; {failures} figures over their limit, {errors} errors")
