@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from orchestrator.bundle.records import (
     AlertRecord,
@@ -38,6 +38,7 @@ from orchestrator.telemetry.observing import Observer
 from orchestrator.telemetry.probes import HealthyWhen, ProbeQuery
 
 PROBE_WORKERS = 4
+T = TypeVar("T")
 # One probe to sample: the fault, the time of its last sample, its query, and the time to sample it up to.
 Span = tuple[str, float, ProbeQuery, float]
 
@@ -145,22 +146,36 @@ class Recorder:
         """Everything Prometheus says up to schedule time ``until``, journaled."""
         self.commit(self.start(faults, until=until))
 
-    def start(self, faults: Sequence[LiveFault], *, until: float) -> Observation:
+    def start(
+        self, faults: Sequence[LiveFault], *, until: float, ready: Callable[[], None] | None = None
+    ) -> Observation:
         """Launch the queries of everything Prometheus says up to schedule time ``until``: the rule pack's
-        alerts, the entry point's samples and the live faults' probes, side by side in the background.
+        alerts, the entry point's samples and the live faults' probes, side by side in the background, once
+        ``ready`` (a wait until Prometheus has the series up to ``until``) has returned.
 
         The caller may change the world meanwhile (inject, revert): the queries end at ``until``, which the
         world has passed, so what they answer cannot change. ``commit`` writes the records in a fixed order,
         the probes deferred since the last observation (``defer_probes``) first.
         """
         spans, self._deferred = [*self._deferred, *self._spans(faults, until)], []
-        pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="observe")
+        pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="observe")
+        # Submitted first, the wait has a worker of its own; each query waits for it, and fails with it.
+        arrived = pool.submit(ready or (lambda: None))
+
+        def after_arrival(query: Callable[[], T]) -> Callable[[], T]:
+            def run() -> T:
+                arrived.result()
+                return query()
+
+            return run
+
+        after = self.service_until
         return Observation(
             until=until,
             pool=pool,
-            probes=pool.submit(self._sample_probes, spans),
-            alerts=pool.submit(self._evaluate, until),
-            service=pool.submit(self._sample_service, after=self.service_until, until=until),
+            probes=pool.submit(after_arrival(lambda: self._sample_probes(spans))),
+            alerts=pool.submit(after_arrival(lambda: self._evaluate(until))),
+            service=pool.submit(after_arrival(lambda: self._sample_service(after=after, until=until))),
         )
 
     def commit(self, observation: Observation) -> None:

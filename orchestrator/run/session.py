@@ -122,11 +122,12 @@ class Session:
             if not self._advance(at, series=False):
                 return False
             self._between(at, due, decoys)
-        if not self._advance(t_k):
+        if not self._advance(t_k, series=False):
             return False
-        # What happened up to t_k is queried while the boundary's changes are applied: the queries end at
-        # t_k, so reverts and injections (which may move the world past it) cannot change their answers.
-        observation = self.recorder.start(self._live(), until=t_k)
+        # What happened up to t_k is pushed to Prometheus and then queried while the boundary's changes are
+        # applied: the queries end at t_k, so reverts and injections (which may move the world past it)
+        # cannot change their answers.
+        observation = self.recorder.start(self._live(), until=t_k, ready=self.world.series_begin())
         try:
             self._apply(t_k, due, decoys)
         finally:

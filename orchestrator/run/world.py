@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
@@ -54,6 +54,10 @@ class World(Protocol):
         """Move (or wait for) the world to ``t_s``; with ``series``, every series so far is in Prometheus
         when it returns. Without, a world that pushes its own series may leave them for a later call that
         asks: nothing reads Prometheus in between."""
+
+    def series_begin(self) -> Callable[[], None]:
+        """Every series so far on its way to Prometheus; the call returned waits until they are there. The
+        world may move meanwhile (an injection settling): what it scrapes then is not waited for."""
 
     def settle(self) -> None: ...
 
@@ -161,6 +165,9 @@ class SteppedTwinWorld(TwinWorld):
         self.running.advance(max(0.0, t_s - self.now_s()), flush=series)
         return self.now_s()
 
+    def series_begin(self) -> Callable[[], None]:
+        return self.running.flush_begin()
+
     def catch_up(self, t_s: float, *, stop: threading.Event) -> None:
         """Move the world to ``t_s`` without waiting for Prometheus: after an invocation only the cluster
         is read until the next ``advance_to``, which waits for the series of both moves at once."""
@@ -193,6 +200,9 @@ class RealtimeTwinWorld(TwinWorld):
             self._check_clock()
             stop.wait(REALTIME_POLL_S)
         return self.now_s()
+
+    def series_begin(self) -> Callable[[], None]:
+        return lambda: None  # pushed as they come, as ``advance_to`` has them
 
     def catch_up(self, t_s: float, *, stop: threading.Event) -> None:
         return None  # the world moved by itself while the agent ran
@@ -259,6 +269,9 @@ class KubeWorld:
         while self.now_s() < t_s and not stop.is_set():
             stop.wait(min(1.0, max(REALTIME_POLL_S, t_s - self.now_s())))
         return self.now_s()
+
+    def series_begin(self) -> Callable[[], None]:
+        return lambda: None  # the cluster's Prometheus scrapes its targets itself, as ``advance_to`` has it
 
     def settle(self) -> None:
         time.sleep(REALTIME_SETTLE_S)

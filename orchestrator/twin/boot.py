@@ -7,7 +7,7 @@ application model, then a scrape every 15 simulated seconds; the buffer is pushe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +141,12 @@ class Twin:
             if flush:
                 self.telemetry.flush()
             return self.clock.instant
+
+    def flush_begin(self) -> Callable[[], None]:
+        """Push every series so far without waiting: the call returned waits until Prometheus has them (the
+        world may move meanwhile; what it scrapes then is not waited for)."""
+        with self.cluster.lock:
+            return self.telemetry.flush_begin()
 
     def _step(self, now: float) -> None:
         for pushed in self.cluster.store.list(_CONFIGMAPS, REGISTRY_NAMESPACE):

@@ -7,7 +7,7 @@ bearer token the server wants), ``advance(seconds)`` (stepped clock) and ``stop(
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +44,10 @@ class RunningTwin:
     def advance(self, seconds: float, *, flush: bool = True) -> float:
         """Move the stepped world forward (the same as ``POST /twin/v1/advance``)."""
         return self.twin.advance(seconds, flush=flush)
+
+    def flush_begin(self) -> Callable[[], None]:
+        """Push every series so far; the call returned waits until Prometheus has them."""
+        return self.twin.flush_begin()
 
     def stop(self) -> None:
         """Stop the clock and the server and wait for its thread; safe to call twice."""

@@ -70,7 +70,8 @@ def _project_root() -> str:
 
 
 class Pusher:
-    """The twin's end of a pushing child: ``push`` queues a push, ``flush`` waits until all are posted."""
+    """The twin's end of a pushing child: ``push`` queues a push; ``mark`` returns an event that is set once
+    every push so far is posted."""
 
     def __init__(self, url: str, *, max_series: int) -> None:
         self.url = url
@@ -88,7 +89,7 @@ class Pusher:
         # A smaller pipe only makes the writing thread wait for the child more often.
         with contextlib.suppress(OSError):
             fcntl.fcntl(self._stdin.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)
-        self._queue: queue.Queue[list[Outgoing] | bytes | None] = queue.Queue()
+        self._queue: queue.Queue[list[Outgoing] | bytes | threading.Event | None] = queue.Queue()
         self._keys: list[Key] | None = None  # the list the child has; held so that its id stays its own
         self._numbers: dict[int, int] = {}  # the number of each key object the child has, by its id
         self._numbered: list[Key] = []  # those objects, held so that their ids stay theirs
@@ -106,10 +107,13 @@ class Pusher:
     def push(self, scrapes: list[Outgoing]) -> None:
         self._queue.put(scrapes)
 
-    def flush(self) -> None:
-        """Wait until the child has posted every push so far; its counts and error are then here."""
+    def mark(self) -> threading.Event:
+        """An event set once the child has posted every push so far (its counts and error are then here);
+        pushes after it are not waited for."""
+        done = threading.Event()
         self._queue.put(FLUSH)
-        self._queue.join()
+        self._queue.put(done)
+        return done
 
     def close(self) -> None:
         """End the child once it has posted what it was sent (it is killed if it takes over a minute); its
@@ -134,6 +138,9 @@ class Pusher:
                 if item is None:
                     self._stdin.close()  # the child posts what it has and ends
                     return
+                if isinstance(item, threading.Event):
+                    item.set()
+                    continue
                 if self._gone is None:
                     if item == FLUSH:
                         self._answer()

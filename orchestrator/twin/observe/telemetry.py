@@ -15,7 +15,7 @@ import math
 import queue
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from itertools import starmap
 
@@ -35,6 +35,9 @@ MAX_SERIES_PER_REQUEST = 5000
 SCRAPES_PER_PUSH = 8
 # Series names per update of the digest: a block of a few tens of kilobytes, which the allocator reuses.
 DIGEST_BLOCK = 256
+
+
+_Taken = tuple[int, list[Key], list[float]]  # a scrape for the pushing thread: time (ms), series, values
 
 
 def timestamp_ms(now: float) -> int:
@@ -79,7 +82,7 @@ class Telemetry:
         self._positions: Positions | None = None  # of ``_last_keys``, kept while they are distinct
         self._writer: RemoteWriteClient | None = None
         self._encoder = Encoder()
-        self._queue: queue.Queue[list[tuple[int, list[Key], list[float]]] | None] | None = None
+        self._queue: queue.Queue[list[_Taken] | threading.Event | None] | None = None
         self._thread: threading.Thread | None = None
         self._error: TelemetryError | None = None
         self._held: list[tuple[list[bytes], int]] | None = None  # requests encoded, and their samples
@@ -188,17 +191,37 @@ class Telemetry:
 
     def flush(self) -> None:
         """Push everything scraped so far and wait until Prometheus has it; without a URL, drop it."""
+        self.flush_begin()()
+
+    def flush_begin(self) -> Callable[[], None]:
+        """Push everything scraped so far, and return the call that waits until Prometheus has it and raises
+        the first error of a push since the last wait. Scrapes recorded meanwhile are not waited for."""
         self._hand_over()
-        if self._child is not None:
-            self._child.flush()
-            error, self._child.error = self._child.error, None
-        elif self._queue is not None:
-            self._queue.join()
+        child, pushing = self._child, self._queue
+        if child is not None:
+            done = child.mark()
+
+            def wait() -> None:
+                done.wait()
+                error, child.error = child.error, None
+                if error is not None:
+                    raise error
+
+            return wait
+        if pushing is None:
+            return lambda: None
+        marker = threading.Event()
+        pushing.put(marker)
+
+        def wait_here() -> None:
+            marker.wait()
             error, self._error = self._error, None
-        else:
-            return
-        if error is not None:
-            raise error
+            if error is not None:
+                raise error
+
+        if self._thread is None:
+            self._start_pushing()
+        return wait_here
 
     def _hand_over(self) -> None:
         if self._child is not None:
@@ -215,9 +238,12 @@ class Telemetry:
         if self._queue is None or not scrapes:
             return
         if self._thread is None:
-            self._thread = threading.Thread(target=self._push_loop, name="twin-remote-write", daemon=True)
-            self._thread.start()
+            self._start_pushing()
         self._queue.put(scrapes)
+
+    def _start_pushing(self) -> None:
+        self._thread = threading.Thread(target=self._push_loop, name="twin-remote-write", daemon=True)
+        self._thread.start()
 
     def _push_loop(self) -> None:
         # Pushing overlaps with the next steps' simulation; Prometheus ingests in its own process.
@@ -227,7 +253,9 @@ class Telemetry:
             try:
                 if scrapes is None:
                     return
-                if self._error is None:
+                if isinstance(scrapes, threading.Event):
+                    scrapes.set()
+                elif self._error is None:
                     self._push(scrapes)
             except TelemetryError as exc:
                 self._error = exc
