@@ -40,7 +40,7 @@ from orchestrator.telemetry.probes import HealthyWhen, ProbeQuery
 PROBE_WORKERS = 4
 T = TypeVar("T")
 # One probe to sample: the fault, the time of its last sample, its query, and the time to sample it up to.
-Span = tuple[str, float, ProbeQuery, float]
+ProbeSpan = tuple[str, float, ProbeQuery, float]
 
 
 def bundle_alert(alert: EvaluatedAlert, *, origin_epoch_s: float) -> AlertRecord:
@@ -116,7 +116,7 @@ class Observation:
 
     until: float
     pool: ThreadPoolExecutor
-    probes: Future[list[tuple[Span, list[ProbeSample]]]]
+    probes: Future[list[tuple[ProbeSpan, list[ProbeSample]]]]
     alerts: Future[list[AlertRecord]]
     service: Future[list[ServiceSample]]
 
@@ -139,7 +139,7 @@ class Recorder:
     service_until: float = 0.0
     _probe_until: dict[str, float] = field(default_factory=dict)
     _probes: dict[str, ProbeQuery] = field(default_factory=dict)
-    _deferred: list[Span] = field(default_factory=list)  # probes of faults reverted since the last boundary
+    _deferred: list[ProbeSpan] = field(default_factory=list)  # of faults reverted since the last boundary
     _rule_failures_journaled: int = 0
 
     def observe(self, faults: Sequence[LiveFault], *, until: float) -> None:
@@ -214,7 +214,7 @@ class Recorder:
         spans, self._deferred = self._deferred, []
         self._commit_probes(self._sample_probes(spans))
 
-    def _spans(self, faults: Sequence[LiveFault], until: float) -> list[Span]:
+    def _spans(self, faults: Sequence[LiveFault], until: float) -> list[ProbeSpan]:
         """Each fault's probe from the time of its last sample up to ``until``."""
         return [
             (
@@ -226,7 +226,7 @@ class Recorder:
             for fault in faults
         ]
 
-    def _commit_probes(self, answers: list[tuple[Span, list[ProbeSample]]]) -> None:
+    def _commit_probes(self, answers: list[tuple[ProbeSpan, list[ProbeSample]]]) -> None:
         for (fault_id, after, _, until), samples in answers:
             for one in samples:
                 self.record(one)
@@ -291,10 +291,10 @@ class Recorder:
         self._probe_until[fault.fault_id] = fault.inject_s
         self._probes[fault.fault_id] = probe_of(fault.entry.probe, self.observer.namespace)
 
-    def _sample_probes(self, spans: Sequence[Span]) -> list[tuple[Span, list[ProbeSample]]]:
+    def _sample_probes(self, spans: Sequence[ProbeSpan]) -> list[tuple[ProbeSpan, list[ProbeSample]]]:
         """Probe samples of each span's fault on the grid since its last sample, up to the span's end."""
 
-        def sample(span: Span) -> list[ProbeSample]:
+        def sample(span: ProbeSpan) -> list[ProbeSample]:
             fault_id, after, probe, until = span
             return [
                 ProbeSample(fault_id=fault_id, t=result.at, value=result.value, healthy=result.healthy)

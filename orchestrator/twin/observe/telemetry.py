@@ -197,31 +197,27 @@ class Telemetry:
         """Push everything scraped so far, and return the call that waits until Prometheus has it and raises
         the first error of a push since the last wait. Scrapes recorded meanwhile are not waited for."""
         self._hand_over()
-        child, pushing = self._child, self._queue
+        child = self._child
         if child is not None:
             done = child.mark()
-
-            def wait() -> None:
-                done.wait()
-                error, child.error = child.error, None
-                if error is not None:
-                    raise error
-
-            return wait
-        if pushing is None:
+        elif self._queue is not None:
+            done = threading.Event()  # set by the pushing thread once it reaches it
+            self._queue.put(done)
+            if self._thread is None:
+                self._start_pushing()
+        else:
             return lambda: None
-        marker = threading.Event()
-        pushing.put(marker)
 
-        def wait_here() -> None:
-            marker.wait()
-            error, self._error = self._error, None
+        def wait() -> None:
+            done.wait()
+            if child is not None:
+                error, child.error = child.error, None
+            else:
+                error, self._error = self._error, None
             if error is not None:
                 raise error
 
-        if self._thread is None:
-            self._start_pushing()
-        return wait_here
+        return wait
 
     def _hand_over(self) -> None:
         if self._child is not None:
