@@ -4,17 +4,23 @@ come back as they would, and the child ends with the twin's telemetry or its pro
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import cramjam
 import pytest
+from prometheus_remote_writer.proto.remote_pb2 import WriteRequest
 
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe import pusher
 from orchestrator.twin.observe.metrics import Key
+from orchestrator.twin.observe.remote_write import Push
 from orchestrator.twin.observe.telemetry import SCRAPES_PER_PUSH, STALE_NAN, Telemetry
 from tests.twin.twin_support import write_receivers
 
@@ -46,10 +52,27 @@ def _value(k: int, i: int) -> float:
     return choices[(k + i) % len(choices)]
 
 
+def _written(bodies: list[bytes]) -> tuple[Counter[tuple[object, ...]], list[tuple[tuple[str, str], ...]]]:
+    """What posted bodies write: each TimeSeries (labels, and samples as timestamps and value bits), and the
+    series in the order they first reach the receiver."""
+    written: Counter[tuple[object, ...]] = Counter()
+    first: dict[tuple[tuple[str, str], ...], None] = {}
+    for body in bodies:
+        for one in WriteRequest.FromString(bytes(cramjam.snappy.decompress_raw(body))).timeseries:
+            labels = tuple((label.name, label.value) for label in one.labels)
+            first.setdefault(labels)
+            samples = tuple((s.timestamp, struct.pack("<d", s.value)) for s in one.samples)
+            written[(labels, samples)] += 1
+    return written, list(first)
+
+
 @pytest.mark.parametrize("numbered", [pusher.MAX_NUMBERED, 100])
-def test_the_child_posts_the_requests_the_twin_s_own_process_posts(
+def test_the_child_writes_what_the_twin_s_own_process_writes_new_series_in_the_same_order(
     receivers: list[tuple[str, list[bytes]]], numbered: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The child may post a push's requests side by side, and cut them otherwise than the own process (a
+    series whose key object is new to it is posted with the new series): every series and sample arrives
+    once all the same, and series arrive for the first time in the same order."""
     monkeypatch.setattr(pusher, "MAX_NUMBERED", numbered)  # 100: the numbering starts afresh often
     (child_url, child_bodies), (own_url, own_bodies) = receivers
     child = Telemetry(remote_write_url=child_url)
@@ -69,10 +92,33 @@ def test_the_child_posts_the_requests_the_twin_s_own_process_posts(
         child.close()
         own.close()
     assert len(child_bodies) > 5
-    assert child_bodies == own_bodies
-    assert (child.requests, child.pushed_samples) == (own.requests, own.pushed_samples)
+    assert _written(child_bodies) == _written(own_bodies)
+    assert child.pushed_samples == own.pushed_samples
     assert child.requests == len(child_bodies)
+    assert own.requests == len(own_bodies)
     assert child.digest == own.digest
+
+
+def test_requests_that_may_create_series_go_first_one_at_a_time_and_the_rest_side_by_side() -> None:
+    """The receiver holds each of the first two requests of the rest until the other is in flight: they can
+    only both arrive if they are posted side by side (a barrier that breaks fails the test instead)."""
+    both = threading.Barrier(2, timeout=30)
+    rest = [b"rest-0", b"rest-1", b"rest-2"]
+
+    def held(body: bytes) -> None:
+        if bytes(cramjam.snappy.decompress_raw(body)) in rest[:2]:
+            both.wait()
+
+    with write_receivers(1, before=held) as found:
+        url, bodies = found[0]
+        posts = pusher._Posts(url, workers=pusher.POST_WORKERS)
+        try:
+            assert posts.post(Push(ordered=[b"new-0", b"new-1"], rest=rest)) == 5
+        finally:
+            posts.close()
+    arrived = [bytes(cramjam.snappy.decompress_raw(body)) for body in bodies]
+    assert arrived[:2] == [b"new-0", b"new-1"]
+    assert sorted(arrived[2:]) == rest
 
 
 def test_a_failed_push_raises_at_the_flush_after_it_and_then_pushes_resume() -> None:

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from prometheus_remote_writer.proto.remote_pb2 import WriteRequest
 from prometheus_remote_writer.proto.types_pb2 import Label, Sample, TimeSeries
 
+from orchestrator.twin.observe.metrics import Key
 from orchestrator.twin.observe.remote_write import Encoder, Scrape, varint
 from orchestrator.twin.observe.telemetry import STALE_NAN
 
@@ -39,13 +40,13 @@ def test_scrapes_encode_exactly_as_the_protobuf_runtime_writes_them() -> None:
         (T0 + 15_000, [up, empty, late], [-0.0, 3.5e-300, 2.0**70]),
         (T0 + 30_000, [up, late, empty], [float("inf"), STALE_NAN, -12.25]),
     ]
-    assert b"".join(Encoder().requests(scrapes, max_series=5000)) == _reference(scrapes)
+    assert b"".join(Encoder().push(scrapes, max_series=5000).bodies) == _reference(scrapes)
 
 
 def test_requests_hold_at_most_the_series_asked_for() -> None:
     keys = [(f"m{i}", (("i", str(i)),)) for i in range(5)]
     scrapes: list[Scrape] = [(T0, keys, [float(i) for i in range(5)])]
-    bodies = list(Encoder().requests(scrapes, max_series=2))
+    bodies = list(Encoder().push(scrapes, max_series=2).bodies)
     assert len(bodies) == 3
     assert [len(WriteRequest.FromString(body).timeseries) for body in bodies] == [2, 2, 1]
     assert b"".join(bodies) == _reference(scrapes)
@@ -58,9 +59,9 @@ def test_varints_are_protobufs() -> None:
 def test_scrapes_of_the_same_series_and_a_scrape_repeating_a_series_encode_as_the_runtime_writes() -> None:
     keys = [("up", (("job", str(i)),)) for i in range(4)]
     same: list[Scrape] = [(T0 + 15_000 * k, keys, [float(k * i) for i in range(4)]) for k in range(3)]
-    assert b"".join(Encoder().requests(same, max_series=5000)) == _reference(same)
+    assert b"".join(Encoder().push(same, max_series=5000).bodies) == _reference(same)
     repeated: list[Scrape] = [(T0, [keys[0], keys[1], keys[0]], [1.0, 2.0, 3.0])]
-    assert b"".join(Encoder().requests(repeated, max_series=5000)) == _reference(repeated)
+    assert b"".join(Encoder().push(repeated, max_series=5000).bodies) == _reference(repeated)
 
 
 def test_pushes_whose_series_change_part_way_encode_as_the_runtime_writes() -> None:
@@ -75,7 +76,7 @@ def test_pushes_whose_series_change_part_way_encode_as_the_runtime_writes() -> N
         (T0 + 15_000 * k, keys, [float((i + k) % 3) - 1.0 for i in range(len(keys))])
         for k, keys in enumerate(lists)
     ]
-    assert b"".join(Encoder().requests(scrapes, max_series=5000)) == _reference(scrapes)
+    assert b"".join(Encoder().push(scrapes, max_series=5000).bodies) == _reference(scrapes)
 
 
 @settings(max_examples=200, deadline=None)
@@ -104,7 +105,7 @@ def test_any_changes_of_series_between_scrapes_encode_as_the_runtime_writes(
                 keys.insert(at // 7 % len(keys), keys.pop(at % len(keys)))
         values = [zeros[(i + k) % len(zeros)] for i in range(len(keys))]
         scrapes.append((T0 + 15_000 * k, keys if changes else scrapes[-1][1] if scrapes else keys, values))
-    assert b"".join(Encoder().requests(scrapes, max_series=5000)) == _reference(scrapes)
+    assert b"".join(Encoder().push(scrapes, max_series=5000).bodies) == _reference(scrapes)
 
 
 def test_labels_found_by_key_object_follow_keys_made_and_dropped_again_and_again() -> None:
@@ -119,5 +120,33 @@ def test_labels_found_by_key_object_follow_keys_made_and_dropped_again_and_again
         if round_ % 2:
             later = [*keys[10:], ("extra", (("n", str(round_)),))]
             scrapes.append((T0 + 15_000 * round_ + 5, later, [1.0] * len(later)))
-        assert b"".join(encoder.requests(scrapes, max_series=5000)) == _reference(scrapes), round_
+        assert b"".join(encoder.push(scrapes, max_series=5000).bodies) == _reference(scrapes), round_
         del keys, scrapes
+
+
+def test_series_the_previous_push_had_go_in_requests_after_the_others() -> None:
+    """A push's series that were not in the encoder's previous push (new ones, and equal ones under other key
+    objects, which the encoder cannot tell from new) come first, in requests of their own; the rest follow.
+    Each part holds its series in order of first appearance, as the protobuf runtime writes them."""
+    keys = [("m", (("i", str(i)),)) for i in range(6)]
+    encoder = Encoder()
+    first = encoder.push([(T0, keys, [1.0] * 6)], max_series=4)
+    assert first.rest == [] and b"".join(first.ordered) == _reference([(T0, keys, [1.0] * 6)])
+    remade = ("m", (("i", "4"),))  # equal to keys[4], another object
+    later = [keys[0], ("m", (("i", "new"),)), keys[1], keys[2], keys[3], remade, keys[5]]
+    scrapes: list[Scrape] = [(T0 + 15_000, later, [2.0] * 7), (T0 + 30_000, later[:3], [3.0] * 3)]
+    push = encoder.push(scrapes, max_series=4)
+
+    def only(wanted: set[Key]) -> list[Scrape]:
+        return [
+            (ts, [k for k in ks if k in wanted], [v[0]] * sum(k in wanted for k in ks))
+            for ts, ks, v in scrapes
+        ]
+
+    fresh = {later[1], remade}
+    assert b"".join(push.ordered) == _reference(only(fresh))
+    assert b"".join(push.rest) == _reference(only(set(later) - fresh))
+    assert [len(push.ordered), len(push.rest)] == [1, 2]  # 2 series, then 5 in requests of at most 4
+    encoder.forget()  # the last push did not reach Prometheus: every series may be new again
+    again = encoder.push(scrapes, max_series=4)
+    assert again.rest == [] and b"".join(again.ordered) == _reference(scrapes)

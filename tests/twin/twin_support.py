@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -73,9 +73,13 @@ def query(server: PrometheusServer, promql: str, *, at: float) -> float:
 
 class _Receiver(BaseHTTPRequestHandler):
     bodies: list[bytes]
+    before: Callable[[bytes], None] | None = None
 
     def do_POST(self) -> None:  # noqa: N802 - the name http.server looks up
-        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.before is not None:
+            self.before(body)
+        self.bodies.append(body)
         self.send_response(204)
         self.end_headers()
 
@@ -84,12 +88,16 @@ class _Receiver(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def write_receivers(count: int) -> Iterator[list[tuple[str, list[bytes]]]]:
-    """``count`` remote-write endpoints on 127.0.0.1 that keep every body posted to them: (URL, bodies)."""
+def write_receivers(
+    count: int, *, before: Callable[[bytes], None] | None = None
+) -> Iterator[list[tuple[str, list[bytes]]]]:
+    """``count`` remote-write endpoints on 127.0.0.1 that keep every body posted to them, in the order they
+    are through with them: (URL, bodies). ``before`` sees each body first, in the request's thread."""
     servers, found = [], []
     for _ in range(count):
         bodies: list[bytes] = []
-        server = ThreadingHTTPServer(("127.0.0.1", 0), type("Receiver", (_Receiver,), {"bodies": bodies}))
+        handler = type("Receiver", (_Receiver,), {"bodies": bodies, "before": staticmethod(before)})
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         found.append((f"http://127.0.0.1:{server.server_address[1]}/api/v1/write", bodies))

@@ -35,6 +35,7 @@ import sys
 import threading
 from array import array
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from functools import lru_cache
 from itertools import compress, repeat
 from pathlib import Path
@@ -42,7 +43,7 @@ from typing import IO
 
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe.metrics import Key
-from orchestrator.twin.observe.remote_write import Encoder, RemoteWriteClient, Scrape
+from orchestrator.twin.observe.remote_write import Encoder, Push, RemoteWriteClient, Scrape
 
 _HEADER = struct.Struct("<cI")
 _COUNTS = struct.Struct("<qq")
@@ -55,6 +56,8 @@ CLOSE_TIMEOUT_S = 60.0
 # Key objects numbered before the numbering starts afresh (objects long gone are held no longer).
 MAX_NUMBERED = 1 << 17
 DISTINCT, RESTART = 1, 2
+# Requests of a push posted side by side when they cannot create series: Prometheus takes each on a core.
+POST_WORKERS = 2
 _COUNT = struct.Struct("<I")
 
 Outgoing = tuple[list[Key], bool, bytes]  # a scrape's series, whether they are distinct, its packed bytes
@@ -235,10 +238,47 @@ def _read(source: IO[bytes], size: int) -> bytes | None:
     return data
 
 
+class _Posts:
+    """Posts the requests of one push (``remote_write.Push``): those that may create series one after
+    another, in order, then the others ``workers`` at a time. Prometheus numbers series as it creates them
+    and sums a query's series in that order, so equal runs must create them in equal orders; appending to
+    series it has commutes (each series is in one request of a push, and a push ends before the next)."""
+
+    def __init__(self, url: str, *, workers: int) -> None:
+        self.url = url
+        self._local = threading.local()
+        self._clients: list[RemoteWriteClient] = []
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="post")
+
+    def post(self, push: Push) -> int:
+        """Post every request of ``push``; how many, or the first error (in request order)."""
+        for body in push.ordered:
+            self._post(body)
+        futures = [self._pool.submit(self._post, body) for body in push.rest]
+        wait(futures)
+        for future in futures:
+            future.result()
+        return len(push.ordered) + len(futures)
+
+    def _post(self, body: bytes) -> None:
+        client: RemoteWriteClient | None = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = RemoteWriteClient(self.url, retries=2, timeout_s=30.0)
+            with self._lock:
+                self._clients.append(client)
+        client.post(body)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        for client in self._clients:
+            client.close()
+
+
 def serve(url: str, max_series: int, source: IO[bytes], replies: IO[bytes]) -> None:
     """The child's loop: frames from ``source`` until its end, answers to ``replies``."""
     encoder = Encoder()
-    writer = RemoteWriteClient(url, retries=2, timeout_s=30.0)
+    posts = _Posts(url, workers=POST_WORKERS)
     keys: Sequence[Key] = []
     numbered: list[Key] = []
     scrapes: list[Scrape] = []
@@ -261,12 +301,11 @@ def serve(url: str, max_series: int, source: IO[bytes], replies: IO[bytes]) -> N
                 batch, scrapes = scrapes, []
                 if error is None and batch:
                     try:
-                        for body in encoder.requests(batch, max_series=max_series):
-                            writer.post(body)
-                            requests += 1
+                        requests += posts.post(encoder.push(batch, max_series=max_series))
                         samples += sum(len(values) for _, _, values in batch)
                     except TelemetryError as exc:
                         error = exc
+                        encoder.forget()
             elif kind == FLUSH:
                 text = b"" if error is None else str(error).encode()
                 replies.write(_frame(ANSWER, _COUNTS.pack(requests, samples) + text))
@@ -276,7 +315,7 @@ def serve(url: str, max_series: int, source: IO[bytes], replies: IO[bytes]) -> N
             else:
                 raise ValueError(f"unknown frame kind {kind!r}")
     finally:
-        writer.close()
+        posts.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

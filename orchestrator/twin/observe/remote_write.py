@@ -9,8 +9,10 @@ marathon's telemetry costs.
 
 from __future__ import annotations
 
+import operator
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, compress, repeat, starmap
 
@@ -34,6 +36,23 @@ _ZERO = bytes(8)
 # long changed or gone are held no longer).
 MAX_KEY_OBJECTS = 1 << 17
 Scrape = tuple[int, Sequence[Key], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class Push:
+    """The write requests of one push. ``ordered`` hold the series that were not in the encoder's previous
+    push, which may be new to Prometheus: they are posted one after another, before the rest, so that
+    Prometheus creates (and numbers) new series in the order they first appear, whatever the rest do.
+    ``rest`` hold series of the previous push, which Prometheus has: appending to them commutes, so they
+    may be posted in any order, side by side."""
+
+    ordered: list[bytes]
+    rest: list[bytes]
+
+    @property
+    def bodies(self) -> list[bytes]:
+        """Every request, in the order a single poster sends them."""
+        return [*self.ordered, *self.rest]
 
 
 def varint(value: int) -> bytes:
@@ -162,25 +181,27 @@ class Encoder:
         self._by_id: dict[int, tuple[Key, bytes]] = {}
         self._last: tuple[Sequence[Key], list[bytes] | None] = ((), [])
         self._seen: dict[int, tuple[Sequence[Key], bool]] = {}
+        self._previous: tuple[list[Key], set[int]] = ([], set())  # the last push's keys, and their ids
 
-    def timeseries(self, scrapes: Sequence[Scrape]) -> list[bytes]:
-        """One encoded TimeSeries (without its field header) per series, in order of first appearance, its
-        samples in time order (no side effects beyond the label caches).
+    def timeseries(self, scrapes: Sequence[Scrape]) -> tuple[Sequence[Key], list[bytes]]:
+        """The series of ``scrapes`` in order of first appearance and one encoded TimeSeries (without its
+        field header) of each, its samples in time order (no side effects beyond the label caches).
 
         Consecutive scrapes of one list of series are encoded a scrape at a time instead of a sample at a
         time; where the list changes, the runs of scrapes are aligned by ``_aligned``, unless a list repeats
         a series (then its samples are matched by key one by one)."""
         runs = _runs(scrapes)
         if len(runs) == 1:
-            labels = self._labels_of(runs[0][0][1])
+            keys = runs[0][0][1]
+            labels = self._labels_of(keys)
             if labels is not None:
-                return list(map(bytes.__add__, labels, _bodies(runs[0])))
+                return keys, list(map(bytes.__add__, labels, _bodies(runs[0])))
         if not all(self._distinct(run[0][1]) for run in runs):
             return self._by_key(runs)
         series, bodies = _aligned(runs)
-        return list(map(bytes.__add__, map(self._label_bytes, series), bodies))
+        return series, list(map(bytes.__add__, map(self._label_bytes, series), bodies))
 
-    def _by_key(self, runs: Sequence[Sequence[Scrape]]) -> list[bytes]:
+    def _by_key(self, runs: Sequence[Sequence[Scrape]]) -> tuple[list[Key], list[bytes]]:
         """``timeseries`` of runs of scrapes matched by key: a run is encoded a scrape at a time when its
         series are distinct, else a sample at a time (no side effects beyond the label caches)."""
         merged: dict[Key, list[bytes]] = {}
@@ -200,7 +221,7 @@ class Encoder:
                     merged[key] = [body]
                 else:
                     found.append(body)
-        return [self._label_bytes(key) + b"".join(encoded) for key, encoded in merged.items()]
+        return list(merged), [self._label_bytes(key) + b"".join(encoded) for key, encoded in merged.items()]
 
     def distinct(self, keys: Sequence[Key]) -> None:
         """Take it that ``keys`` lists no series twice, without checking (its scraper knows)."""
@@ -243,13 +264,36 @@ class Encoder:
         self._by_id[id(key)] = (key, found)
         return found
 
-    def requests(self, scrapes: Sequence[Scrape], *, max_series: int) -> Iterator[bytes]:
-        """Uncompressed ``WriteRequest`` bodies of at most ``max_series`` series each."""
-        series = self.timeseries(scrapes)
-        for start in range(0, len(series), max_series):
-            chunk = series[start : start + max_series]
-            # Each series as a ``timeseries`` field (tag, length, body), joined without a loop in Python.
-            yield b"".join(chain.from_iterable(zip(repeat(b"\x0a"), map(_length, map(len, chunk)), chunk)))
+    def push(self, scrapes: Sequence[Scrape], *, max_series: int) -> Push:
+        """Uncompressed ``WriteRequest`` bodies of at most ``max_series`` series each: first those of the
+        series that were not in the last push (every series when there was none), then the others, each
+        part in order of first appearance. The previous push is known by its key objects, which the
+        encoder holds so that no other object can take their ids."""
+        keys, series = self.timeseries(scrapes)
+        known = self._previous[1]
+        if known:
+            flags = list(map(known.__contains__, map(id, keys)))
+            fresh = list(compress(series, map(operator.not_, flags)))
+            rest = list(compress(series, flags))
+        else:
+            fresh, rest = series, []
+        self._previous = (list(keys), set(map(id, keys)))
+        return Push(ordered=_requests(fresh, max_series), rest=_requests(rest, max_series))
+
+    def forget(self) -> None:
+        """Take it that no series of the last push is in Prometheus (its posting failed)."""
+        self._previous = ([], set())
+
+
+def _requests(series: Sequence[bytes], max_series: int) -> list[bytes]:
+    """The encoded TimeSeries ``series`` as bodies of at most ``max_series`` each (no side effects)."""
+    bodies = []
+    for start in range(0, len(series), max_series):
+        chunk = series[start : start + max_series]
+        # Each series as a ``timeseries`` field (tag, length, body), joined without a loop in Python.
+        fields = zip(repeat(b"\x0a"), map(_length, map(len, chunk)), chunk)
+        bodies.append(b"".join(chain.from_iterable(fields)))
+    return bodies
 
 
 class RemoteWriteClient:

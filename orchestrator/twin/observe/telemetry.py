@@ -228,7 +228,7 @@ class Telemetry:
         scrapes, self._scrapes = self._scrapes, []
         if self._held is not None:
             if scrapes:
-                bodies = list(self._encoder.requests(scrapes, max_series=MAX_SERIES_PER_REQUEST))
+                bodies = self._encoder.push(scrapes, max_series=MAX_SERIES_PER_REQUEST).bodies
                 self._held.append((bodies, sum(len(values) for _, _, values in scrapes)))
             return
         if self._queue is None or not scrapes:
@@ -255,12 +255,13 @@ class Telemetry:
                     self._push(scrapes)
             except TelemetryError as exc:
                 self._error = exc
+                self._encoder.forget()
             finally:
                 self._queue.task_done()
 
     def _push(self, scrapes: list[tuple[int, list[Key], list[float]]]) -> None:
         assert self._writer is not None
-        for body in self._encoder.requests(scrapes, max_series=MAX_SERIES_PER_REQUEST):
+        for body in self._encoder.push(scrapes, max_series=MAX_SERIES_PER_REQUEST).bodies:
             self._writer.post(body)
             self._requests += 1
         self._pushed_samples += sum(len(values) for _, _, values in scrapes)
