@@ -74,6 +74,9 @@ def test_the_child_writes_what_the_twin_s_own_process_writes_new_series_in_the_s
     series whose key object is new to it is posted with the new series): every series and sample arrives
     once all the same, and series arrive for the first time in the same order."""
     monkeypatch.setattr(pusher, "MAX_NUMBERED", numbered)  # 100: the numbering starts afresh often
+    derived: list[pusher.Derivation] = []
+    encode = pusher._derivation
+    monkeypatch.setattr(pusher, "_derivation", lambda d, distinct: derived.append(d) or encode(d, distinct))
     (child_url, child_bodies), (own_url, own_bodies) = receivers
     child = Telemetry(remote_write_url=child_url)
     own = Telemetry(remote_write_url=None)
@@ -92,6 +95,10 @@ def test_the_child_writes_what_the_twin_s_own_process_writes_new_series_in_the_s
         child.close()
         own.close()
     assert len(child_bodies) > 5
+    # Told by their changes: the lists grown (2 series not in the list before), shrunk, moved, cut to 7 (1)
+    # and grown again (53), and the two after a list with stale series. Told in full: the first, the one
+    # that repeats a series and the one after it (compared as sets).
+    assert len(derived) == 7 and sum(len(d.fresh) for d in derived) == 2 + 1 + 53
     assert _written(child_bodies) == _written(own_bodies)
     assert child.pushed_samples == own.pushed_samples
     assert child.requests == len(child_bodies)

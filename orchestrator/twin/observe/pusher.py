@@ -12,6 +12,11 @@ writes frames to the child's stdin from a thread that mostly waits in the kernel
        numbered before, pickled, which take the next numbers in order. A series is numbered by its key
        object, which the scraper hands again from one scrape to the next: a changed list costs a lookup
        per series, not the pickling of all of them
+    D  a list of series told by how it follows from the list before it, sent instead of a K frame when the
+       scraper knows: a flags byte (1: it lists no series twice), the count of segments (``I``), each segment
+       as two ``i`` (a start in the list before and a length, or -1 and a length for the next series of
+       those that follow), and the series not in the list before, pickled. A list that changes a little
+       costs its changes, not a lookup per series
     S  one scrape: its timestamp (``q``) and values (``d``), little endian, the bytes the digest took
     P  the scrapes since the last P are one push (their requests are those the same push in-process makes)
     F  answer when everything before is posted: an A frame with the requests and samples posted since the
@@ -36,6 +41,7 @@ import threading
 from array import array
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import compress, repeat
 from pathlib import Path
@@ -48,7 +54,7 @@ from orchestrator.twin.observe.remote_write import Encoder, Push, RemoteWriteCli
 _HEADER = struct.Struct("<cI")
 _COUNTS = struct.Struct("<qq")
 _STAMP = struct.Struct("<q")
-KEYS, SCRAPE, PUSH, FLUSH, ANSWER = b"K", b"S", b"P", b"F", b"A"
+KEYS, DERIVED, SCRAPE, PUSH, FLUSH, ANSWER = b"K", b"D", b"S", b"P", b"F", b"A"
 # The child's stdin holds a whole push of a large namespace (hundreds of kilobytes) where Linux lets it.
 PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031
@@ -60,7 +66,19 @@ DISTINCT, RESTART = 1, 2
 POST_WORKERS = 2
 _COUNT = struct.Struct("<I")
 
-Outgoing = tuple[list[Key], bool, bytes]  # a scrape's series, whether they are distinct, its packed bytes
+
+@dataclass(frozen=True)
+class Derivation:
+    """How a list of series follows from ``base``, the list of the scrape before it: ``segments`` of
+    ``(start in base, length)``, or ``(-1, length)`` for the next ``length`` series of ``fresh``, in order."""
+
+    base: list[Key]
+    segments: list[tuple[int, int]]
+    fresh: list[Key]
+
+
+# A scrape's series, whether they are distinct, its packed bytes, and how its series follow from the last.
+Outgoing = tuple[list[Key], bool, bytes, Derivation | None]
 
 
 def _frame(kind: bytes, payload: bytes) -> bytes:
@@ -163,9 +181,12 @@ class Pusher:
 
     def _send(self, scrapes: list[Outgoing]) -> None:
         frames: list[bytes] = []
-        for keys, distinct, packed in scrapes:
+        for keys, distinct, packed, derived in scrapes:
             if keys is not self._keys:
-                frames.append(_frame(KEYS, self._listing(keys, distinct)))
+                if derived is not None and derived.base is self._keys:
+                    frames.append(_frame(DERIVED, _derivation(derived, distinct)))
+                else:
+                    frames.append(_frame(KEYS, self._listing(keys, distinct)))
                 self._keys = keys
             frames.append(_frame(SCRAPE, packed))
         frames.append(_frame(PUSH, b""))
@@ -212,6 +233,37 @@ class Pusher:
         text = payload[_COUNTS.size :].decode()
         if text:
             self.error = TelemetryError(text)
+
+
+def _derivation(derived: Derivation, distinct: bool) -> bytes:
+    """The payload of a D frame."""
+    segments = array("i", [n for segment in derived.segments for n in segment])
+    return b"".join(
+        (
+            bytes((DISTINCT if distinct else 0,)),
+            _COUNT.pack(len(derived.segments)),
+            segments.tobytes(),
+            pickle.dumps(derived.fresh, protocol=pickle.HIGHEST_PROTOCOL),
+        )
+    )
+
+
+def _derived(payload: bytes, base: Sequence[Key]) -> list[Key]:
+    """The list of series of a D frame's payload, from ``base``, the list before it."""
+    (count,) = _COUNT.unpack_from(payload, 1)
+    start = 1 + _COUNT.size
+    segments = array("i")
+    segments.frombytes(payload[start : start + 8 * count])
+    fresh: list[Key] = pickle.loads(payload[start + 8 * count :])
+    keys: list[Key] = []
+    taken = 0
+    for origin, length in zip(segments[::2], segments[1::2], strict=True):
+        if origin < 0:
+            keys.extend(fresh[taken : taken + length])
+            taken += length
+        else:
+            keys.extend(base[origin : origin + length])
+    return keys
 
 
 @lru_cache(maxsize=16)
@@ -290,8 +342,11 @@ def serve(url: str, max_series: int, source: IO[bytes], replies: IO[bytes]) -> N
             payload = _read(source, size) if size else b""
             if payload is None:
                 return
-            if kind == KEYS:
-                keys, numbered = _listed(payload, numbered)
+            if kind in (KEYS, DERIVED):
+                if kind == KEYS:
+                    keys, numbered = _listed(payload, numbered)
+                else:
+                    keys = _derived(payload, keys)
                 if payload[0] & DISTINCT:
                     encoder.distinct(keys)
             elif kind == SCRAPE:

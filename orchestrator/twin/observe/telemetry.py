@@ -20,9 +20,9 @@ from functools import lru_cache
 from itertools import starmap
 
 from orchestrator.errors import TelemetryError
-from orchestrator.twin.observe.alignment import Positions, align
+from orchestrator.twin.observe.alignment import Alignment, Positions, align
 from orchestrator.twin.observe.metrics import Key, Labels, Sample
-from orchestrator.twin.observe.pusher import Outgoing, Pusher
+from orchestrator.twin.observe.pusher import Derivation, Outgoing, Pusher
 from orchestrator.twin.observe.remote_write import Encoder, RemoteWriteClient
 from orchestrator.twin.timefmt import epoch_s
 
@@ -61,6 +61,17 @@ def _update_joined(digest: hashlib._Hash, texts: list[str]) -> None:
         digest.update("\n".join(texts[start : start + DIGEST_BLOCK]).encode())
 
 
+def _derivation(sent: list[Key], last: list[Key], keys: list[Key], found: Alignment) -> Derivation:
+    """How ``keys`` and then the series of ``last`` it lost (sorted, as they go stale) follow from ``sent``,
+    the list sent before, which starts with ``last`` (no side effects)."""
+    segments = [(origin, length) for _, origin, length in found.stretches]
+    fresh = [
+        key for start, origin, length in found.stretches if origin < 0 for key in keys[start : start + length]
+    ]
+    segments.extend((at, 1) for at in sorted(found.uncovered, key=last.__getitem__))
+    return Derivation(sent, segments, fresh)
+
+
 def _format(name: str, labels: Labels, value: float, ts: int) -> str:
     text = "stale" if math.isnan(value) else repr(value)
     return f"{_series(name, labels)} {text} {ts}"
@@ -79,6 +90,7 @@ class Telemetry:
         self._last_keys: list[Key] = []
         self._last_names: list[str] = []  # the exposition name of each of ``_last_keys``
         self._last_distinct = True  # whether ``_last_keys`` lists every series once
+        self._sent: list[Key] | None = None  # the list of the last scrape for the pushing child
         self._positions: Positions | None = None  # of ``_last_keys``, kept while they are distinct
         self._writer: RemoteWriteClient | None = None
         self._encoder = Encoder()
@@ -115,10 +127,16 @@ class Telemetry:
     def record(self, now: float, keys: list[Key], values: list[float]) -> None:
         """``scrape`` of the series ``keys`` with ``values`` (both lists are the buffer's from now on)."""
         ts = timestamp_ms(now)
+        derived: Derivation | None = None
         if keys == self._last_keys:
             keys = self._last_keys  # one list for every scrape of the same series: the encoder sees so
+            if self._sent is not None and self._sent is not keys:  # the last list had stale series after it
+                derived = Derivation(self._sent, [(0, len(keys))], [])
         else:
-            gone, names = self._changed(keys)
+            last = self._last_keys
+            gone, names, found = self._changed(keys)
+            if found is not None and self._sent is not None and self._child is not None:
+                derived = _derivation(self._sent, last, keys, found)
             self._last_keys, self._last_names = (list(keys) if gone else keys), names
             keys.extend(gone)
             values.extend(STALE_NAN for _ in gone)
@@ -128,7 +146,8 @@ class Telemetry:
         packed = struct.pack(f"<q{len(values)}d", ts, *values)
         self._digest.update(packed)
         if self._child is not None:
-            self._outgoing.append((keys, self._last_distinct, packed))
+            self._outgoing.append((keys, self._last_distinct, packed, derived))
+            self._sent = keys
         else:
             self._scrapes.append((ts, keys, values))
         if self.keep_samples:
@@ -139,11 +158,12 @@ class Telemetry:
         if len(self._scrapes) + len(self._outgoing) >= SCRAPES_PER_PUSH:
             self._hand_over()
 
-    def _changed(self, keys: list[Key]) -> tuple[list[Key], list[str]]:
-        """The series of the last scrape that ``keys`` no longer lists, sorted, and the exposition name of
-        each of ``keys`` (no side effects beyond what is remembered of the lists). Aligned with the last
-        list, the names of the stretches both share are copied and only the series that came are named; a
-        list that repeats a series is compared as sets instead."""
+    def _changed(self, keys: list[Key]) -> tuple[list[Key], list[str], Alignment | None]:
+        """The series of the last scrape that ``keys`` no longer lists, sorted, the exposition name of each
+        of ``keys``, and how ``keys`` follows from the last list (None when they were compared as sets) (no
+        side effects beyond what is remembered of the lists). Aligned with the last list, the names of the
+        stretches both share are copied and only the series that came are named; a list that repeats a
+        series is compared as sets instead."""
         last, positions = self._last_keys, self._positions
         found = None
         if self._last_distinct:
@@ -154,7 +174,7 @@ class Telemetry:
             current = set(keys)
             self._last_distinct = len(current) == len(keys)
             self._positions = None
-            return sorted(set(last) - current), list(starmap(_series, keys))
+            return sorted(set(last) - current), list(starmap(_series, keys)), None
         positions.follow(last, keys, found)
         self._positions = positions
         names: list[str] = []
@@ -164,7 +184,7 @@ class Telemetry:
             else:
                 names.extend(self._last_names[origin : origin + length])
         self._last_distinct = True
-        return sorted(last[at] for at in found.uncovered), names
+        return sorted(last[at] for at in found.uncovered), names, found
 
     def hold(self) -> None:
         """Keep every scrape until ``send_to`` names a Prometheus, instead of dropping them for want of a
