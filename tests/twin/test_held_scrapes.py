@@ -8,7 +8,7 @@ import pytest
 
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe.telemetry import SCRAPES_PER_PUSH, Telemetry
-from tests.twin.twin_support import write_receivers
+from tests.twin.twin_support import write_receivers, written_by
 
 
 @pytest.fixture
@@ -46,8 +46,10 @@ def test_held_scrapes_are_pushed_as_a_twin_with_the_url_from_the_start_pushes_th
     finally:
         direct.close()
         held.close()
-    assert len(held_bodies) == 3
-    assert held_bodies == direct_bodies
+    assert len(held_bodies) >= 3  # a request at least per push: two full ones and the flush's half
+    # The same series and samples, new series in the same order (requests may be cut otherwise: the
+    # pushing child knows series by the key objects it rebuilt, which the twin made afresh).
+    assert written_by(held_bodies) == written_by(direct_bodies)
     assert held.pushed_samples == direct.pushed_samples and held.digest == direct.digest
 
 

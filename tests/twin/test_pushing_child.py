@@ -4,25 +4,22 @@ come back as they would, and the child ends with the twin's telemetry or its pro
 from __future__ import annotations
 
 import os
-import struct
 import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import cramjam
 import pytest
-from prometheus_remote_writer.proto.remote_pb2 import WriteRequest
 
 from orchestrator.errors import TelemetryError
 from orchestrator.twin.observe import pusher
 from orchestrator.twin.observe.metrics import Key
 from orchestrator.twin.observe.remote_write import Push
 from orchestrator.twin.observe.telemetry import SCRAPES_PER_PUSH, STALE_NAN, Telemetry
-from tests.twin.twin_support import write_receivers
+from tests.twin.twin_support import write_receivers, written_by
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,20 +47,6 @@ def _lists() -> Iterator[list[Key]]:
 def _value(k: int, i: int) -> float:
     choices = (0.0, -0.0, 1.5, float("inf"), -3e-300, STALE_NAN, float(k * i), 2.0**60)
     return choices[(k + i) % len(choices)]
-
-
-def _written(bodies: list[bytes]) -> tuple[Counter[tuple[object, ...]], list[tuple[tuple[str, str], ...]]]:
-    """What posted bodies write: each TimeSeries (labels, and samples as timestamps and value bits), and the
-    series in the order they first reach the receiver."""
-    written: Counter[tuple[object, ...]] = Counter()
-    first: dict[tuple[tuple[str, str], ...], None] = {}
-    for body in bodies:
-        for one in WriteRequest.FromString(bytes(cramjam.snappy.decompress_raw(body))).timeseries:
-            labels = tuple((label.name, label.value) for label in one.labels)
-            first.setdefault(labels)
-            samples = tuple((s.timestamp, struct.pack("<d", s.value)) for s in one.samples)
-            written[(labels, samples)] += 1
-    return written, list(first)
 
 
 @pytest.mark.parametrize("numbered", [pusher.MAX_NUMBERED, 100])
@@ -99,7 +82,7 @@ def test_the_child_writes_what_the_twin_s_own_process_writes_new_series_in_the_s
     # and grown again (53), and the two after a list with stale series. Told in full: the first, the one
     # that repeats a series and the one after it (compared as sets).
     assert len(derived) == 7 and sum(len(d.fresh) for d in derived) == 2 + 1 + 53
-    assert _written(child_bodies) == _written(own_bodies)
+    assert written_by(child_bodies) == written_by(own_bodies)
     assert child.pushed_samples == own.pushed_samples
     assert child.requests == len(child_bodies)
     assert own.requests == len(own_bodies)

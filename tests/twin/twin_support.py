@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import shutil
+import struct
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import cramjam
 import httpx
 import pytest
+from prometheus_remote_writer.proto.remote_pb2 import WriteRequest
 
 from orchestrator.telemetry.server import PrometheusServer, start_prometheus
 from orchestrator.twin.launch import RunningTwin, start_twin
@@ -69,6 +73,20 @@ def query(server: PrometheusServer, promql: str, *, at: float) -> float:
     if not result:
         return float("nan")
     return float(result[0]["value"][1])
+
+
+def written_by(bodies: list[bytes]) -> tuple[Counter[tuple[object, ...]], list[tuple[tuple[str, str], ...]]]:
+    """What posted bodies write: each TimeSeries (labels, and samples as timestamps and value bits), and the
+    series in the order they first reach the receiver."""
+    written: Counter[tuple[object, ...]] = Counter()
+    first: dict[tuple[tuple[str, str], ...], None] = {}
+    for body in bodies:
+        for one in WriteRequest.FromString(bytes(cramjam.snappy.decompress_raw(body))).timeseries:
+            labels = tuple((label.name, label.value) for label in one.labels)
+            first.setdefault(labels)
+            samples = tuple((s.timestamp, struct.pack("<d", s.value)) for s in one.samples)
+            written[(labels, samples)] += 1
+    return written, list(first)
 
 
 class _Receiver(BaseHTTPRequestHandler):

@@ -30,9 +30,11 @@ from orchestrator.twin.timefmt import epoch_s
 STALE_NAN: float = struct.unpack(">d", bytes.fromhex("7ff0000000000002"))[0]
 SCRAPE_SECONDS = 15.0
 MAX_SERIES_PER_REQUEST = 5000
-# Scrapes per push while the world moves (two simulated minutes); ``flush`` pushes the rest. Smaller pushes
-# overlap more with the simulation but cost Prometheus and the pusher more per sample than they save.
-SCRAPES_PER_PUSH = 8
+# Scrapes per push while the world moves (one simulated minute); ``flush`` pushes the rest. With boundaries
+# two minutes apart, the first half of a boundary's series is in Prometheus while the second is simulated,
+# and a boundary waits for half of them. Prometheus ingests the same samples either way (new series in the
+# order they first appear), for a little more work per sample than with larger pushes.
+SCRAPES_PER_PUSH = 4
 # Series names per update of the digest: a block of a few tens of kilobytes, which the allocator reuses.
 DIGEST_BLOCK = 256
 
