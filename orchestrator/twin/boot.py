@@ -75,6 +75,7 @@ class Twin:
         root: Path | None = None,
         step_seconds: float = STEP_SECONDS,
         keep_samples: bool = False,
+        digest: bool = True,
         topology: Topology | None = None,
         faults: Iterable[CodeFault] | None = None,
     ) -> None:
@@ -103,7 +104,9 @@ class Twin:
         self.cluster.apply_manifests(docs)
         self.failover = SiteFailover.of(self.topology)  # None for an app without an active/standby pair
         self.clock = StepClock(step_seconds=step_seconds)
-        self.telemetry = Telemetry(remote_write_url=remote_write_url, keep_samples=keep_samples)
+        self.telemetry = Telemetry(
+            remote_write_url=remote_write_url, keep_samples=keep_samples, digest=digest
+        )
         self.scraper = metrics.Scraper(self.model, self.namespace)
         self.next_scrape = 0.0
         self.mode: ClockMode = clock

@@ -87,11 +87,13 @@ def start_twin(
     remote_write_url: str | None = None,
     port: int = 0,
     keep_samples: bool = False,
+    digest: bool = True,
     root: Path | None = None,
     faults: Iterable[CodeFault] | None = None,
 ) -> RunningTwin:
     """Boot the twin of ``app``, serve it over HTTPS on 127.0.0.1:``port`` (0: a free port) behind a fresh
-    bearer token and write ``kubeconfig`` (owner-only) with that token and the CA to trust."""
+    bearer token and write ``kubeconfig`` (owner-only) with that token and the CA to trust. Without
+    ``digest``, the twin keeps no digest of its samples (its status tells none)."""
     twin = Twin(
         app,
         seed=seed,
@@ -99,6 +101,7 @@ def start_twin(
         speed=speed,
         remote_write_url=remote_write_url,
         keep_samples=keep_samples,
+        digest=digest,
         root=root,
         faults=faults,
     )

@@ -62,3 +62,22 @@ def test_a_twin_that_pushes_already_neither_holds_nor_takes_another_url() -> Non
             telemetry.send_to("http://127.0.0.1:10/api/v1/write")
     finally:
         telemetry.close()
+
+
+def test_a_twin_without_a_digest_pushes_the_same_and_tells_no_digest(
+    receivers: list[tuple[str, list[bytes]]],
+) -> None:
+    (with_url, with_bodies), (without_url, without_bodies) = receivers
+    kept, unkept = Telemetry(remote_write_url=with_url), Telemetry(remote_write_url=without_url, digest=False)
+    try:
+        for k in range(1, 3 * SCRAPES_PER_PUSH):
+            _scrape(kept, k)
+            _scrape(unkept, k)
+        kept.flush()
+        unkept.flush()
+    finally:
+        kept.close()
+        unkept.close()
+    assert without_bodies == with_bodies and len(with_bodies) >= 3
+    assert kept.digest is not None and unkept.digest is None
+    assert unkept.pushed_samples == kept.pushed_samples

@@ -82,11 +82,13 @@ def _format(name: str, labels: Labels, value: float, ts: int) -> str:
 class Telemetry:
     """The scrape buffer and remote-write pusher of one twin."""
 
-    def __init__(self, *, remote_write_url: str | None, keep_samples: bool = False) -> None:
+    def __init__(
+        self, *, remote_write_url: str | None, keep_samples: bool = False, digest: bool = True
+    ) -> None:
         self.url = remote_write_url
         self.keep_samples = keep_samples
         self.samples: list[str] = []
-        self._digest = hashlib.sha256()
+        self._digest = hashlib.sha256() if digest else None
         self._scrapes: list[tuple[int, list[Key], list[float]]] = []  # for a thread or held
         self._outgoing: list[Outgoing] = []  # for the pushing child
         self._last_keys: list[Key] = []
@@ -118,8 +120,9 @@ class Telemetry:
         return self._pushed_samples + (self._child.samples if self._child is not None else 0)
 
     @property
-    def digest(self) -> str:
-        return self._digest.hexdigest()
+    def digest(self) -> str | None:
+        """The digest of every sample so far; None when it is not kept (a marathon never reads it)."""
+        return None if self._digest is None else self._digest.hexdigest()
 
     def scrape(self, now: float, samples: Iterable[Sample]) -> None:
         """Record one sample per series at ``now``; series gone since the last scrape go stale."""
@@ -144,9 +147,11 @@ class Telemetry:
             values.extend(STALE_NAN for _ in gone)
             if self._last_distinct:
                 self._encoder.distinct(keys)
-            _update_joined(self._digest, [*names, *starmap(_series, gone)])
+            if self._digest is not None:
+                _update_joined(self._digest, [*names, *starmap(_series, gone)])
         packed = struct.pack(f"<q{len(values)}d", ts, *values)
-        self._digest.update(packed)
+        if self._digest is not None:
+            self._digest.update(packed)
         if self._child is not None:
             self._outgoing.append((keys, self._last_distinct, packed, derived))
             self._sent = keys
