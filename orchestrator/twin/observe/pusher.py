@@ -18,7 +18,7 @@ writes frames to the child's stdin from a thread that mostly waits in the kernel
        those that follow), and the series not in the list before, pickled. A list that changes a little
        costs its changes, not a lookup per series
     S  one scrape: its timestamp (``q``) and values (``d``), little endian, the bytes the digest took
-    P  the scrapes since the last P are one push (their requests are those the same push in-process makes)
+    P  the scrapes since the last P are one push (the series and samples the same push in-process writes)
     F  answer when everything before is posted: an A frame with the requests and samples posted since the
        last answer (``qq``) and the text of the first ``TelemetryError`` since then, if any
 
@@ -292,9 +292,9 @@ def _read(source: IO[bytes], size: int) -> bytes | None:
 
 class _Posts:
     """Posts the requests of one push (``remote_write.Push``): those that may create series one after
-    another, in order, then the others ``workers`` at a time. Prometheus numbers series as it creates them
-    and sums a query's series in that order, so equal runs must create them in equal orders; appending to
-    series it has commutes (each series is in one request of a push, and a push ends before the next)."""
+    another, in order, then the others ``workers`` at a time. Prometheus numbers series as it creates them:
+    posted in order, equal runs number theirs alike, however the other requests race. Appending to series
+    it has commutes (each series is in one request of a push, and a push ends before the next begins)."""
 
     def __init__(self, url: str, *, workers: int) -> None:
         self.url = url

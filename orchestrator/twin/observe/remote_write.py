@@ -42,7 +42,7 @@ Scrape = tuple[int, Sequence[Key], Sequence[float]]
 class Push:
     """The write requests of one push. ``ordered`` hold the series that were not in the encoder's previous
     push, which may be new to Prometheus: they are posted one after another, before the rest, so that
-    Prometheus creates (and numbers) new series in the order they first appear, whatever the rest do.
+    Prometheus creates (and numbers) new series in the order they first appear, however the rest race.
     ``rest`` hold series of the previous push, which Prometheus has: appending to them commutes, so they
     may be posted in any order, side by side."""
 

@@ -4,8 +4,9 @@ Every ``scrape`` buffers one sample per series at its simulated timestamp; every
 handed to a pushing child process (``pusher``) that encodes and sends it (one TimeSeries per series with its
 samples, in time order), and ``flush`` waits until all of it is in Prometheus. A twin given its URL late
 (``send_to``) pushes from a thread of its own process instead. A series that
-disappears gets a staleness marker, as a scraping Prometheus would write. A digest of every sample, and
-optionally the samples themselves, are kept so that two runs can be compared byte for byte.
+disappears gets a staleness marker, as a scraping Prometheus would write. A digest of every sample (unless
+the twin is told to keep none), and optionally the samples themselves, are kept so that two runs can be
+compared byte for byte.
 """
 
 from __future__ import annotations
