@@ -27,7 +27,8 @@ LOOP_STEPS = 20_000_000
 def _loop_seconds() -> float:
     """Wall seconds of an empty Python loop of ``LOOP_STEPS`` steps: how fast this machine runs Python right
     now. A virtual machine's speed drifts with its neighbours' load; the bench measures it before and after
-    its figures so that a reader can tell a slower program from a slower machine."""
+    its figures, so that a change of single-thread speed is seen beside them (a slowdown of the host's
+    other cores or of its I/O may not show here)."""
     started = time.perf_counter()
     for _ in range(LOOP_STEPS):
         pass

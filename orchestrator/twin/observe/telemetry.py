@@ -40,7 +40,7 @@ SCRAPES_PER_PUSH = 4
 DIGEST_BLOCK = 256
 
 
-_Taken = tuple[int, list[Key], list[float]]  # a scrape for the pushing thread: time (ms), series, values
+_Taken = tuple[int, list[Key], list[float]]  # a scrape held or for the thread: time (ms), series, values
 
 
 def timestamp_ms(now: float) -> int:
@@ -90,7 +90,7 @@ class Telemetry:
         self.keep_samples = keep_samples
         self.samples: list[str] = []
         self._digest = hashlib.sha256() if digest else None
-        self._scrapes: list[tuple[int, list[Key], list[float]]] = []  # for a thread or held
+        self._scrapes: list[_Taken] = []  # for a thread or held
         self._outgoing: list[Outgoing] = []  # for the pushing child
         self._last_keys: list[Key] = []
         self._last_names: list[str] = []  # the exposition name of each of ``_last_keys``
@@ -141,7 +141,7 @@ class Telemetry:
         else:
             last = self._last_keys
             gone, names, found = self._changed(keys)
-            if found is not None and self._sent is not None and self._child is not None:
+            if found is not None and self._sent is not None:  # only the pushing child is sent lists
                 derived = _derivation(self._sent, last, keys, found)
             self._last_keys, self._last_names = (list(keys) if gone else keys), names
             keys.extend(gone)
@@ -167,11 +167,11 @@ class Telemetry:
             self._hand_over()
 
     def _changed(self, keys: list[Key]) -> tuple[list[Key], list[str], Alignment | None]:
-        """The series of the last scrape that ``keys`` no longer lists, sorted, the exposition name of each
-        of ``keys``, and how ``keys`` follows from the last list (None when they were compared as sets) (no
-        side effects beyond what is remembered of the lists). Aligned with the last list, the names of the
-        stretches both share are copied and only the series that came are named; a list that repeats a
-        series is compared as sets instead."""
+        """The series of the last scrape that ``keys`` no longer lists, sorted; the exposition name of each
+        of ``keys`` (for the digest: none without one); and how ``keys`` follows from the last list (None
+        when they were compared as sets). No side effects beyond what is remembered of the lists. Aligned
+        with the last list, the names of the stretches both share are copied and only the series that came
+        are named; a list that repeats a series is compared as sets instead."""
         last, positions = self._last_keys, self._positions
         found = None
         if self._last_distinct:
@@ -182,11 +182,12 @@ class Telemetry:
             current = set(keys)
             self._last_distinct = len(current) == len(keys)
             self._positions = None
-            return sorted(set(last) - current), list(starmap(_series, keys)), None
+            named = list(starmap(_series, keys)) if self._digest is not None else []
+            return sorted(set(last) - current), named, None
         positions.follow(last, keys, found)
         self._positions = positions
         names: list[str] = []
-        for start, origin, length in found.stretches:
+        for start, origin, length in found.stretches if self._digest is not None else ():
             if origin < 0:
                 names.extend(starmap(_series, keys[start : start + length]))
             else:
@@ -287,7 +288,7 @@ class Telemetry:
             finally:
                 self._queue.task_done()
 
-    def _push(self, scrapes: list[tuple[int, list[Key], list[float]]]) -> None:
+    def _push(self, scrapes: list[_Taken]) -> None:
         assert self._writer is not None
         for body in self._encoder.push(scrapes, max_series=MAX_SERIES_PER_REQUEST).bodies:
             self._writer.post(body)
