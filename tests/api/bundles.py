@@ -15,9 +15,23 @@ from orchestrator.mechanisms import ledger
 def unpack(data: bytes, into: Path) -> Path:
     raw = zstandard.ZstdDecompressor().decompressobj().decompress(data)
     with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
-        tar.extractall(into, filter="data")
+        extract(tar, into)
     (bundle,) = [p for p in into.iterdir() if p.is_dir()]
     return bundle
+
+
+def extract(archive: tarfile.TarFile, into: Path) -> None:
+    """Unpack a bundle archive, which holds nothing but folders and regular files under ``into``: checked
+    member by member, so that interpreters older than tarfile's extraction filters (3.11.4) check it too,
+    and with the ``data`` filter where there is one."""
+    root = into.resolve()
+    for member in archive.getmembers():
+        assert member.isdir() or member.isfile(), f"{member.name}: not a folder or a regular file"
+        assert (root / member.name).resolve().is_relative_to(root), f"{member.name}: outside the archive"
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(into, filter="data")
+    else:
+        archive.extractall(into)
 
 
 def unreverted(bundle: Path) -> list[str]:
