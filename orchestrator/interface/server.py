@@ -244,6 +244,11 @@ class ToolServer:
         self._tokens.current = None
         self.caller.end()
 
+    def stop_soon(self) -> None:
+        """Tell the server to stop, without waiting (``stop`` waits, then journals what was left)."""
+        if self._server is not None:
+            self._server.stop_soon()
+
     def stop(self) -> None:
         """Stop serving and wait for the server thread, then journal the calls left unfinished; safe to call
         twice."""

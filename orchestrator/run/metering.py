@@ -100,6 +100,11 @@ class MeteringProxy:
         self._server = serve_locally(self.app, name="the metering proxy", error=AgentError, timeout_s=15.0)
         return f"{self._server.url}/v1"
 
+    def stop_soon(self) -> None:
+        """Tell the server to stop, without waiting (``stop`` waits)."""
+        if self._server is not None:
+            self._server.stop_soon()
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop(timeout_s=15.0)

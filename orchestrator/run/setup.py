@@ -136,6 +136,7 @@ def open_session(
             )
         world = _start_world(config, plan, run_dir)
         stack.callback(world.stop)
+        servers = [world.stop_soon]  # told to stop together first, then each is waited for in turn
         ledger = Ledger(run_dir / LEDGER_FILE)
         stack.callback(ledger.close)
         ledger.open(Target(kubeconfig=str(world.kubeconfig.resolve()), namespace=plan.namespace,
@@ -160,10 +161,11 @@ def open_session(
         recorder = Recorder(observer=observer, client=client, record=journal.append, events=events)
         endpoints = Endpoints()
         if config.role == "scored" and config.tools:
-            _start_tools(stack, endpoints, config=config, plan=plan, world=world, client=client,
-                         journal=journal, recorder=recorder, querier=querier)  # fmt: skip
+            tools = _start_tools(stack, endpoints, config=config, plan=plan, world=world, client=client,
+                                 journal=journal, recorder=recorder, querier=querier)  # fmt: skip
+            servers.append(tools)
         if config.role == "scored" and config.model_url:
-            _start_metering(stack, endpoints, config=config, world=world, journal=journal)
+            servers.append(_start_metering(stack, endpoints, config=config, world=world, journal=journal))
         agent = None
         if command:
             sandbox = _open_sandbox(stack, endpoints, config=config, run_dir=run_dir)
@@ -175,12 +177,18 @@ def open_session(
             )
             stack.callback(agent.close)
             agent.prepare()
+        stack.callback(_tell_all, servers)
         world.begin()
         events.handle(Phase("first boundary"))
         yield Session(
             config=config, plan=plan, world=world, journal=journal, driver=driver, recorder=recorder,
             agent=agent, endpoints=endpoints, run_dir=run_dir, stop=stop, events=events,
         )  # fmt: skip
+
+
+def _tell_all(stops: list[Callable[[], None]]) -> None:
+    for stop_soon in stops:
+        stop_soon()
 
 
 def _open_sandbox(
@@ -220,7 +228,8 @@ def _start_tools(
     journal: Journal,
     recorder: Recorder,
     querier: PrometheusQuerier,
-) -> None:
+) -> Callable[[], None]:
+    """Start the tool server; returns how to tell it to stop."""
     from orchestrator.interface.backend import Backend
     from orchestrator.interface.server import ToolServer
     from orchestrator.interface.sources import SourceStore
@@ -241,11 +250,13 @@ def _start_tools(
     stack.callback(server.stop)
     endpoints.tools = server
     endpoints.mcp_url, endpoints.rest_url = mcp_url, rest_url
+    return server.stop_soon
 
 
 def _start_metering(
     stack: ExitStack, endpoints: Endpoints, *, config: RunConfig, world: World, journal: Journal
-) -> None:
+) -> Callable[[], None]:
+    """Start the metering proxy; returns how to tell it to stop."""
     from orchestrator.run.metering import MeteringProxy
 
     assert config.model_url is not None
@@ -264,3 +275,4 @@ def _start_metering(
 
     endpoints.model = _Gate()
     endpoints.model_url = model_url
+    return proxy.stop_soon

@@ -70,6 +70,9 @@ class World(Protocol):
 
     def client(self) -> KubeClient: ...
 
+    def stop_soon(self) -> None:
+        """Tell the world's servers to stop, without waiting: the run's servers then stop side by side."""
+
     def stop(self) -> None: ...
 
 
@@ -138,6 +141,9 @@ class TwinWorld:
         error = self.running.twin_error or self.running.twin.clock_error
         if error is not None:
             raise OrchestratorError(f"the twin's realtime clock stopped: {error}")
+
+    def stop_soon(self) -> None:
+        self.running.stop_soon()
 
     def stop(self) -> None:
         try:
@@ -287,6 +293,9 @@ class KubeWorld:
         if self._client is None:
             self._client = KubeClient.from_kubeconfig(self.kubeconfig)
         return self._client
+
+    def stop_soon(self) -> None:
+        pass  # a cluster's servers are not the run's
 
     def stop(self) -> None:
         if self._client is not None:

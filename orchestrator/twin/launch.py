@@ -57,6 +57,10 @@ class RunningTwin:
         self.twin.stop()
         self._served.stop(timeout_s=START_TIMEOUT)
 
+    def stop_soon(self) -> None:
+        """Tell the API server to stop, without waiting (``stop`` waits)."""
+        self._served.stop_soon()
+
     def __enter__(self) -> RunningTwin:
         return self
 
