@@ -140,7 +140,8 @@ class Telemetry:
                 derived = Derivation(self._sent, [(0, len(keys))], [])
         else:
             last = self._last_keys
-            gone, names, found = self._changed(keys)
+            gone, found = self._changed(keys)
+            names = self._named(keys, found) if self._digest is not None else []  # only the digest reads
             if found is not None and self._sent is not None:  # only the pushing child is sent lists
                 derived = _derivation(self._sent, last, keys, found)
             self._last_keys, self._last_names = (list(keys) if gone else keys), names
@@ -166,12 +167,10 @@ class Telemetry:
         if len(self._scrapes) + len(self._outgoing) >= SCRAPES_PER_PUSH:
             self._hand_over()
 
-    def _changed(self, keys: list[Key]) -> tuple[list[Key], list[str], Alignment | None]:
-        """The series of the last scrape that ``keys`` no longer lists, sorted; the exposition name of each
-        of ``keys`` (for the digest: none without one); and how ``keys`` follows from the last list (None
-        when they were compared as sets). No side effects beyond what is remembered of the lists. Aligned
-        with the last list, the names of the stretches both share are copied and only the series that came
-        are named; a list that repeats a series is compared as sets instead."""
+    def _changed(self, keys: list[Key]) -> tuple[list[Key], Alignment | None]:
+        """The series of the last scrape that ``keys`` no longer lists, sorted, and how ``keys`` follows
+        from the last list (None when they were compared as sets, as a list that repeats a series is). No
+        side effects beyond what is remembered of the lists."""
         last, positions = self._last_keys, self._positions
         found = None
         if self._last_distinct:
@@ -182,18 +181,24 @@ class Telemetry:
             current = set(keys)
             self._last_distinct = len(current) == len(keys)
             self._positions = None
-            named = list(starmap(_series, keys)) if self._digest is not None else []
-            return sorted(set(last) - current), named, None
+            return sorted(set(last) - current), None
         positions.follow(last, keys, found)
         self._positions = positions
+        self._last_distinct = True
+        return sorted(last[at] for at in found.uncovered), found
+
+    def _named(self, keys: list[Key], found: Alignment | None) -> list[str]:
+        """The exposition name of each of ``keys``: aligned with the last list (``found``), the names of the
+        stretches both share are copied and only the series that came are named (no side effects)."""
+        if found is None:
+            return list(starmap(_series, keys))
         names: list[str] = []
-        for start, origin, length in found.stretches if self._digest is not None else ():
+        for start, origin, length in found.stretches:
             if origin < 0:
                 names.extend(starmap(_series, keys[start : start + length]))
             else:
                 names.extend(self._last_names[origin : origin + length])
-        self._last_distinct = True
-        return sorted(last[at] for at in found.uncovered), names, found
+        return names
 
     def hold(self) -> None:
         """Keep every scrape until ``send_to`` names a Prometheus, instead of dropping them for want of a
