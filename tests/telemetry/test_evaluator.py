@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.telemetry.evaluating import AlertEvaluator, evaluation_times
-from orchestrator.telemetry.querying import PrometheusQuerier
+from orchestrator.telemetry.querying import PrometheusQuerier, RangeSeries
 from orchestrator.telemetry.rules import load_rule_pack
 from orchestrator.telemetry.server import PrometheusServer
 from tests.telemetry.telemetry_support import labels, push, running_prometheus, steps, write_pack
@@ -126,6 +126,42 @@ def test_each_boundary_returns_only_the_new_records(prometheus: PrometheusServer
     assert [r.rule for r in evaluator.evaluate(until=T0 + 240)] == ["EvalHighErrors", "EvalSlow"]
     assert {name for name, _ in evaluator.active()} == {"EvalHighErrors", "EvalSlow"}
     assert evaluator.evaluate(until=T0 + 240) == []
+
+
+class TimedQuerier:
+    """Answers from Prometheus, notes the expressions in the order asked, and makes each query last the
+    seconds ``cost`` gives for it on a clock of its own (a machine's speed plays no part)."""
+
+    def __init__(self, inner: PrometheusQuerier, cost: dict[str, float]) -> None:
+        self.inner, self.cost = inner, cost
+        self.now = 0.0
+        self.asked: list[str] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def range(self, query: str, *, start: float, end: float, step: float) -> list[RangeSeries]:
+        self.asked.append(query)
+        self.now += self.cost.get(query, 0.001)
+        return self.inner.range(query, start=start, end=end, step=step)
+
+
+def test_the_slowest_queries_of_the_last_window_go_first_and_change_no_answer(
+    prometheus: PrometheusServer, pack_dir: Path
+) -> None:
+    pack = load_rule_pack(pack_dir)
+    in_order = [rule.expr for rule in pack.rules]
+    slow = in_order[-1]
+    querier = TimedQuerier(PrometheusQuerier(prometheus.url), {slow: 5.0})
+    evaluator = AlertEvaluator(pack, querier, start=T0, workers=1, clock=querier.clock)
+    for boundary in (T0 + 170, T0 + 240, T0 + 1200):
+        evaluator.evaluate(until=boundary)
+    first, second = querier.asked[: len(in_order)], querier.asked[len(in_order) : 2 * len(in_order)]
+    assert first == in_order  # nothing measured yet: the pack's order
+    assert second == [slow, *in_order[:-1]]
+    plain = run(prometheus, pack_dir, [T0 + 170, T0 + 240, T0 + 1200])
+    assert [r.model_dump() for r in evaluator.history] == [r.model_dump() for r in plain.history]
+    assert evaluator.failures == plain.failures
 
 
 def test_a_rule_prometheus_rejects_is_recorded_and_the_others_go_on(
