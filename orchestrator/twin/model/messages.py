@@ -7,7 +7,7 @@ caller says it was doing when a call fails is the app's own wording, kept in its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 # Language idiom families; ``idiom`` maps a topology ``language`` string onto one of them.
 IDIOMS: tuple[str, ...] = ("go", "dotnet", "java", "node", "python", "rust", "ruby", "php", "cpp", "proxy")
@@ -339,7 +339,7 @@ def render(
     family: str, cause: str, fill: Fill, *, datastore_kind: str | None = None, auth_variant: str | None = None
 ) -> str:
     """One log message (without timestamp and level) for ``cause`` (no side effects)."""
-    values = dict(fill.__dict__)
+    values = {f.name: getattr(fill, f.name) for f in fields(fill)}
     values["context"] = fill.context or f"failed to call {fill.op}"
     values["code_upper"] = fill.code.upper()
     reply = auth_variant or datastore_kind or ""

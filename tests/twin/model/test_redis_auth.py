@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -86,7 +87,7 @@ def test_valkey_appends_its_extra_flags_from_the_environment() -> None:
     shot = world(load_topology("astronomy-shop"), manifests("astronomy-shop"), now=10.0)
     spec = shot.pods["valkey-cart"][0].containers[0]
     assert redis_auth.server_argv(spec, "valkey") == (*spec.command, *spec.args)
-    flagged = type(spec)(**{**spec.__dict__, "env": {**spec.env, "VALKEY_EXTRA_FLAGS": "--requirepass x"}})
+    flagged = dataclasses.replace(spec, env={**spec.env, "VALKEY_EXTRA_FLAGS": "--requirepass x"})
     assert redis_auth.server_argv(flagged, "valkey")[-2:] == ("--requirepass", "x")
     assert redis_auth.server_argv(flagged, "redis") == (*spec.command, *spec.args)
 
