@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from itertools import accumulate, islice, repeat
+from itertools import accumulate, chain, islice, repeat
 from typing import Any
 
 from orchestrator.catalog.topology import Call, Topology
@@ -75,7 +75,9 @@ class SpanSeries:
         if len(spans.series) != len(self.order):
             self.order = sorted(spans.series)
             self._rows = [spans.series[key] for key in self.order]
-            self.keys = [series for key in self.order for series in _span_keys(self.namespace, key)]
+            # Chained, not a comprehension: compiled (mypyc), a comprehension would unpack each key into a C
+            # struct and pack a new tuple, losing the objects the caches find by identity.
+            self.keys = list(chain.from_iterable(_span_keys(self.namespace, key) for key in self.order))
             client: dict[tuple[str, str], list[float]] = {}
             for (service, op, kind, _status), row in zip(self.order, self._rows, strict=True):
                 if kind == CLIENT:
