@@ -12,10 +12,18 @@ SEED ?= 42
 APP ?= online-boutique
 AGENT ?= runbook
 STAMP := $(VENV)/.installed
+# The modules the twin's simulation spends its time in, compiled to C with mypyc (tools/compile_native.py;
+# orchestrator/twin/native.py): a marathon's steps run in about a third less CPU, with the same results.
+# `make NATIVE=0 ...` leaves them as they are (from source where they were never compiled).
+NATIVE ?= 1
+NATIVE_SOURCES := $(filter-out %/__init__.py,$(sort $(wildcard orchestrator/twin/model/*.py orchestrator/twin/controllers/*.py))) \
+  orchestrator/twin/cluster.py orchestrator/twin/store.py orchestrator/twin/runtime.py \
+  orchestrator/twin/selectors.py orchestrator/twin/logbook.py orchestrator/twin/observe/metrics.py
+NATIVE_MANIFEST := orchestrator/twin/native.json
 
 .PHONY: setup test lint unit rules marathon bench clean
 
-setup: $(STAMP) prometheus sandbox
+setup: $(STAMP) $(if $(filter 1,$(NATIVE)),$(NATIVE_MANIFEST)) prometheus sandbox
 
 $(STAMP): pyproject.toml
 	@if ! test -x $(BIN)/python && ! $(PYTHON) -c 'import ensurepip' 2>/dev/null && command -v apt-get >/dev/null; then \
@@ -27,6 +35,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
+
+# A C compiler and the interpreter's headers come from Debian's packages when they are missing; without them
+# the build says so in one line and the twin runs from source.
+$(NATIVE_MANIFEST): $(STAMP) $(NATIVE_SOURCES) tools/compile_native.py
+	@if ! command -v gcc >/dev/null || ! test -f "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h"; then \
+	  if command -v apt-get >/dev/null; then \
+	    echo "installing Debian's gcc and python3-dev packages (to compile the twin)"; \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq gcc python3-dev >/dev/null || true; \
+	  fi; \
+	fi
+	@$(BIN)/python tools/compile_native.py $(NATIVE_SOURCES)
 
 # Prometheus (and promtool) come from Debian's package when they are not on PATH.
 prometheus:
@@ -87,7 +107,8 @@ validity: setup
 .PHONY: validity
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build $(NATIVE_MANIFEST)
+	find orchestrator/twin -name '*.so' -delete
 
 # A real cluster (README "Real cluster"): Kind with Docker, or kubeadm (deploy/kubeadm/).
 cluster:

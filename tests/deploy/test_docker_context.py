@@ -111,6 +111,9 @@ def test_nothing_private_or_bulky_is_in_the_context() -> None:
         "kubeconfig",
         "orchestrator/__pycache__/cli.cpython-311.pyc",
         "marathon.egg-info/PKG-INFO",
+        "orchestrator/twin/model/traffic.cpython-311-x86_64-linux-gnu.so",
+        "orchestrator/twin/_native__mypyc.cpython-311-x86_64-linux-gnu.so",
+        "orchestrator/twin/native.json",
     ):
         assert not in_context(path, context), path
     for path in ("pyproject.toml", "orchestrator/cli.py", "alert_rules/VERSION", "manifests/README.md"):
