@@ -13,7 +13,7 @@ APP ?= online-boutique
 AGENT ?= runbook
 STAMP := $(VENV)/.installed
 # The modules the twin's simulation spends its time in, compiled to C with mypyc (tools/compile_native.py;
-# orchestrator/twin/native.py): a marathon's steps run in about a third less CPU, with the same results.
+# orchestrator/twin/native.py): the twin's steps take about 30% less CPU, with the same results.
 # `make NATIVE=0 ...` leaves them as they are (from source where they were never compiled).
 NATIVE ?= 1
 NATIVE_SOURCES := $(filter-out %/__init__.py,$(sort $(wildcard orchestrator/twin/model/*.py orchestrator/twin/controllers/*.py))) \
