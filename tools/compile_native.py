@@ -61,6 +61,15 @@ def _build(sources: list[str], log: io.TextIOBase) -> None:
         )  # fmt: skip
 
 
+def _short(exc: BaseException) -> str:
+    """What a failed build says, in one line of at most 160 characters (the log has the rest)."""
+    lines = str(exc).strip().splitlines()
+    text = lines[-1] if lines else type(exc).__name__
+    if type(exc).__name__ == "CompileError" or "Command '[" in text:  # the whole compiler command line
+        return "the C compiler failed"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
 def main(argv: list[str]) -> int:
     sources = sorted(set(argv))
     if not sources:
@@ -83,8 +92,8 @@ def main(argv: list[str]) -> int:
             _build(sources, log)
             failure = next((path for path in built if not (ROOT / path).is_file()), None)
             error = None if failure is None else f"{failure} was not built"
-        except (Exception, SystemExit) as exc:  # mypy's or the compiler's refusal, as one line
-            error = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        except (Exception, SystemExit) as exc:  # mypy's or the compiler's refusal, as one short line
+            error = _short(exc)
     if error is not None:
         for path in built:
             with contextlib.suppress(FileNotFoundError):

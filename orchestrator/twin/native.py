@@ -5,9 +5,10 @@ a module that changed after it was compiled from running in its old form.
 controllers, the cluster and its store) to C extension modules beside their sources, and lists each source
 with the file built from it in ``native.json``. Python imports an extension module before the source of the
 same name, so ``drop_stale``, run when ``orchestrator.twin`` is first imported, removes every file built
-when any listed source is newer than what was built from it (compiled modules call one another directly, so
-one stale module makes the whole build stale). The twin then runs from its sources, as it does where
-nothing was compiled, with the same results: compiling changes how fast the steps run, not what they do.
+when any listed source is newer than the manifest, which the build writes last (compiled modules call one
+another directly, so one stale module makes the whole build stale). The twin then runs from its sources,
+as it does where nothing was compiled, with the same results: compiling changes how fast the steps run, not
+what they do.
 """
 
 from __future__ import annotations
