@@ -63,7 +63,7 @@ def drop_stale(root: Path = ROOT, manifest: Path = MANIFEST) -> str | None:
         built = [root / path for path in listed["built"]]
     else:  # what it listed is unknown: every extension module of the package goes
         why = f"{manifest.name} is unreadable"
-        built = [path for path in manifest.parent.rglob("*" + EXTENSION_SUFFIXES[0])]
+        built = list(manifest.parent.rglob("*" + EXTENSION_SUFFIXES[0]))
     for path in built:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
