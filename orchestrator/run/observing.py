@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -119,6 +119,7 @@ class Observation:
     probes: Future[list[tuple[ProbeSpan, list[ProbeSample]]]]
     alerts: Future[list[AlertRecord]]
     service: Future[list[ServiceSample]]
+    settled: bool = False  # its queries are over: journaled, or abandoned after a failure
 
 
 @dataclass
@@ -149,13 +150,15 @@ class Recorder:
     def start(
         self, faults: Sequence[LiveFault], *, until: float, ready: Callable[[], None] | None = None
     ) -> Observation:
-        """Launch the queries of everything Prometheus says up to schedule time ``until``: the rule pack's
-        alerts, the entry point's samples and the live faults' probes, side by side in the background, once
-        ``ready`` (a wait until Prometheus has the series up to ``until``) has returned.
+        """Launch the queries of everything Prometheus says up to schedule time ``until`` in the background,
+        once ``ready`` (a wait until Prometheus has the series up to ``until``) has returned: the rule
+        pack's alerts first, which the agent's invocation waits for, then the live faults' probes and the
+        entry point's samples side by side, which only the score reads.
 
-        The caller may change the world meanwhile (inject, revert): the queries end at ``until``, which the
-        world has passed, so what they answer cannot change. ``commit`` writes the records in a fixed order,
-        the probes deferred since the last observation (``defer_probes``) first.
+        The caller may change the world meanwhile (inject, revert, let the agent act, move it on): the
+        queries end at ``until``, which the world has passed, so what they answer cannot change.
+        ``commit_alerts`` then ``commit_samples`` (or ``commit``, both) write the records, each stream in
+        a fixed order, the probes deferred since the last observation (``defer_probes``) first.
         """
         spans, self._deferred = [*self._deferred, *self._spans(faults, until)], []
         pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="observe")
@@ -169,26 +172,58 @@ class Recorder:
 
             return run
 
+        alerts = pool.submit(after_arrival(lambda: self._evaluate(until)))
+
+        def after_alerts(query: Callable[[], T]) -> Callable[[], T]:
+            # Started once the alerts are answered (or failed): Prometheus then spends both cores on the
+            # queries the agent waits for, and these overlap the invocation instead.
+            def run() -> T:
+                wait([alerts])
+                arrived.result()
+                return query()
+
+            return run
+
         after = self.service_until
         return Observation(
             until=until,
             pool=pool,
-            probes=pool.submit(after_arrival(lambda: self._sample_probes(spans))),
-            alerts=pool.submit(after_arrival(lambda: self._evaluate(until))),
-            service=pool.submit(after_arrival(lambda: self._sample_service(after=after, until=until))),
+            probes=pool.submit(after_alerts(lambda: self._sample_probes(spans))),
+            alerts=alerts,
+            service=pool.submit(after_alerts(lambda: self._sample_service(after=after, until=until))),
         )
 
     def commit(self, observation: Observation) -> None:
-        """Wait for an observation and journal it: probes, then alerts, then the entry point's samples."""
+        """Wait for an observation and journal all of it (``commit_alerts``, then ``commit_samples``)."""
+        self.commit_alerts(observation)
+        self.commit_samples(observation)
+
+    def commit_alerts(self, observation: Observation) -> None:
+        """Wait for an observation's alerts and journal them with the rule evaluations that failed; the
+        probes and the entry point's samples go on in the background. Should they fail, the rest of the
+        observation is abandoned (``commit_samples`` then does nothing)."""
+        try:
+            alert_answers = observation.alerts.result()
+        except BaseException:
+            observation.settled = True
+            observation.pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        self._commit_alerts(alert_answers)
+        self._commit_rule_failures()
+
+    def commit_samples(self, observation: Observation) -> None:
+        """Wait for the rest of an observation whose alerts are committed, and journal it: the probes, then
+        the entry point's samples. Records of other streams may have been written since the alerts; the
+        probe stream's must not have been (artifact samples come after these probes)."""
+        if observation.settled:
+            return
+        observation.settled = True
         try:
             probe_answers = observation.probes.result()
-            alert_answers = observation.alerts.result()
             service_answers = observation.service.result()
         finally:
             observation.pool.shutdown(wait=True, cancel_futures=True)
         self._commit_probes(probe_answers)
-        self._commit_alerts(alert_answers)
-        self._commit_rule_failures()
         for sample in service_answers:
             self.record(sample)
         self.service_until = max(self.service_until, observation.until)

@@ -30,7 +30,13 @@ from orchestrator.run.decoys import apply_decoy
 from orchestrator.run.events import Boundary, Concurrency, Ended, Failed, Invoked, RunEventHandler
 from orchestrator.run.faults import FaultDriver, LiveFault
 from orchestrator.run.invoking import AgentProcess, Outcome, agent_environment
-from orchestrator.run.observing import Recorder, oracle_truth, write_json_atomically, write_text_atomically
+from orchestrator.run.observing import (
+    Observation,
+    Recorder,
+    oracle_truth,
+    write_json_atomically,
+    write_text_atomically,
+)
 from orchestrator.run.plan import RunPlan
 from orchestrator.run.states import record_service_states
 from orchestrator.run.world import World
@@ -126,19 +132,33 @@ class Session:
             return False
         # What happened up to t_k is pushed to Prometheus and then queried while the boundary's changes are
         # applied: the queries end at t_k, so reverts and injections (which may move the world past it)
-        # cannot change their answers.
+        # cannot change their answers. The agent waits for the alerts only; the probes and the entry
+        # point's samples are queried after them, while it runs, and journaled once it is done.
         observation = self.recorder.start(self._live(), until=t_k, ready=self.world.series_begin())
         try:
-            self._apply(t_k, due, decoys)
+            try:
+                self._apply(t_k, due, decoys)
+            finally:
+                with self._phase("observe"):
+                    self.recorder.commit_alerts(observation)
+            now = self.world.now_s()
+            active, firing = len(self.driver.live), len(self.recorder.firing)
+            self.events.handle(Concurrency(t=now, active=active, firing=firing))
+            if self.world.moves_by_itself:
+                # Changes fall due during the invocation, and a revert defers probes from where the
+                # last samples ended: they are journaled first.
+                self._commit_samples(observation)
+            self._invoke(k, due, decoys, observation)
         finally:
-            with self._phase("observe"):
-                self.recorder.commit(observation)
-        now = self.world.now_s()
-        active, firing = len(self.driver.live), len(self.recorder.firing)
-        self.events.handle(Concurrency(t=now, active=active, firing=firing))
-        self._invoke(k, due, decoys)
+            self._commit_samples(observation)
         self.events.handle(Boundary(k=k, of=self.boundaries, t=t_k))
         return True
+
+    def _commit_samples(self, observation: Observation) -> None:
+        """The probes and the entry point's samples of the boundary's observation, journaled once; they
+        were queried while the agent ran (a stepped world stands still meanwhile)."""
+        with self._phase("observe"):
+            self.recorder.commit_samples(observation)
 
     def _next_change(self, due: list[Activation], decoys: list[Decoy]) -> float | None:
         """The instant of the next scheduled change: a revert of a live fault, an injection or a decoy."""
@@ -251,7 +271,7 @@ class Session:
         sandbox = self.agent.sandbox if self.agent is not None else None
         return sandbox.inside(path) if sandbox is not None else str(path)
 
-    def _invoke(self, k: int, due: list[Activation], decoys: list[Decoy]) -> None:
+    def _invoke(self, k: int, due: list[Activation], decoys: list[Decoy], observation: Observation) -> None:
         if self.agent is None:
             return  # a no-action baseline: nothing is started, nobody reads an inbox
         write_text_atomically(self.inbox, self.recorder.inbox_text())
@@ -293,6 +313,8 @@ class Session:
                 self.endpoints.tools.close_invocation()
             if self.endpoints.model is not None:
                 self.endpoints.model.close_invocation()
+            # Before the artifact samples below, which share the probes' stream.
+            self._commit_samples(observation)
         end_s = self.world.now_s()
         self.journal.append(
             Invocation(
