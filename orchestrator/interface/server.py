@@ -18,6 +18,7 @@ import functools
 import json
 import secrets
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -213,8 +214,9 @@ class ToolServer:
         self._server: LocalServer | None = None
         self.base_url = ""
 
-    def start(self) -> tuple[str, str]:
-        """Serve on 127.0.0.1 (a free port unless given); returns ``(mcp_url, rest_url)``.
+    def start(self, *, unix_socket: Path | None = None) -> tuple[str, str]:
+        """Serve on 127.0.0.1 (a free port unless given), and on ``unix_socket`` too when given (where the
+        agent's sandbox connects); returns ``(mcp_url, rest_url)``.
 
         ``rest_url`` is the base URL: the mirror's routes are ``{rest_url}/tools`` and
         ``{rest_url}/tools/{name}``.
@@ -222,8 +224,9 @@ class ToolServer:
         if self._server is not None:
             raise AgentError("the tool server is already started")
         self._server = serve_locally(
-            build_app(self.caller, self._tokens), name="the tool server", port=self._port, error=AgentError
-        )
+            build_app(self.caller, self._tokens), name="the tool server", port=self._port, error=AgentError,
+            unix_socket=unix_socket,
+        )  # fmt: skip
         self.base_url = self._server.url
         return f"{self.base_url}/mcp", self.base_url
 

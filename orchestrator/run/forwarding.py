@@ -1,9 +1,10 @@
 """Byte relays between TCP on loopback and Unix sockets: how an agent in its own network namespace reaches
 the tool server and the model proxy, and nothing else.
 
-The sandbox has a network namespace of its own with only a loopback interface. The runner serves each
-endpoint on a Unix socket (``UnixToTcp``, outside the sandbox, relaying to the endpoint's real port), and the
-socket's folder is the only thing of the run bound into the sandbox. Inside, this module runs as a small
+The sandbox has a network namespace of its own with only a loopback interface. Each endpoint is served on a
+Unix socket: the run's tool server and model proxy listen on one themselves, and any other endpoint gets a
+relay (``UnixToTcp``, outside the sandbox, relaying to the endpoint's real port). The sockets' folder is the
+only thing of the run bound into the sandbox. Inside, this module runs as a small
 program (``python -I forwarding.py --tcp PORT=SOCKET ... -- COMMAND ...``) that listens on
 ``127.0.0.1:PORT`` for each endpoint, relays every connection to its socket, starts the agent's command and
 exits with its exit code. So the URLs an agent is given are the same inside and outside the sandbox, and

@@ -16,6 +16,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -94,10 +95,14 @@ class MeteringProxy:
         self._http: httpx.AsyncClient | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------
-    def start(self) -> str:
+    def start(self, *, unix_socket: Path | None = None) -> str:
+        """Serve on a free port of 127.0.0.1, and on ``unix_socket`` too when given (where the agent's
+        sandbox connects); returns the base URL."""
         if self._server is not None:
             raise AgentError("the metering proxy is already running")
-        self._server = serve_locally(self.app, name="the metering proxy", error=AgentError, timeout_s=15.0)
+        self._server = serve_locally(
+            self.app, name="the metering proxy", error=AgentError, timeout_s=15.0, unix_socket=unix_socket
+        )
         return f"{self._server.url}/v1"
 
     def stop_soon(self) -> None:

@@ -11,8 +11,9 @@ What the agent sees:
   command line);
 - a ``/proc`` of its own PID namespace, so no process of the orchestrator;
 - a network namespace with only loopback, where ``orchestrator.run.forwarding`` listens on the ports of the
-  tool server and the model proxy and relays to them through Unix sockets: nothing else on the machine
-  (the twin's API, Prometheus, the control plane) is reachable.
+  tool server and the model proxy and relays to them through Unix sockets, on which the run's servers
+  listen themselves (any other endpoint gets a relay process outside): nothing else on the machine (the
+  twin's API, Prometheus, the control plane) is reachable.
 
 Nothing else of the run directory (bundle, ledger, kubeconfig), the catalog or the repository exists in its
 view. When the orchestrator runs as root, the agent runs as ``AGENT_UID`` (``setpriv`` drops the uid, groups
@@ -29,7 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def _covered(path: Path, roots: Iterable[Path]) -> bool:
 
 @dataclass
 class Sandbox:
-    """The sandbox of one run's agent: its layout, and the Unix-socket relays to its endpoints."""
+    """The sandbox of one run's agent: its layout, and the Unix sockets of its endpoints."""
 
     workspace: Path
     inbox_dir: Path
@@ -110,21 +111,39 @@ class Sandbox:
     def as_root(self) -> bool:
         return os.geteuid() == 0
 
-    def open(self, urls: Iterable[str]) -> None:
-        """Prepare the workspace and inbox and start a relay for the port of each endpoint URL."""
+    def socket_path(self, name: str) -> Path:
+        """A path in the folder of sockets the sandbox sees, for a server of the run to listen on itself:
+        ``open`` then routes its URL there, and no relay stands between the agent and that server."""
+        return self._folder() / f"{name}.sock"
+
+    def _folder(self) -> Path:
+        if self._sockets is None:
+            # A short folder of its own: Unix socket paths are limited to about a hundred bytes.
+            self._sockets = Path(tempfile.mkdtemp(prefix="marathon-sockets-"))
+            self._sockets.chmod(0o755)
+        return self._sockets
+
+    def open(self, urls: Iterable[str], *, served: Mapping[str, Path] | None = None) -> None:
+        """Prepare the workspace and inbox and route the port of each endpoint URL: to the socket its
+        server listens on itself when ``served`` names one for the URL (a ``socket_path``), else to a
+        relay started for it."""
         for folder in (self.workspace, self.inbox_dir):
             folder.mkdir(parents=True, exist_ok=True)
         if self.as_root:
             _chown_tree(self.workspace, self.uid)
-        # A short folder of its own: Unix socket paths are limited to about a hundred bytes.
-        self._sockets = Path(tempfile.mkdtemp(prefix="marathon-sockets-"))
-        self._sockets.chmod(0o755)
+        sockets = self._folder()
         for url in urls:
             port = urlsplit(url).port
             if port is None or any(port == p for p, _ in self._routes):
                 continue
+            own = (served or {}).get(url)
+            if own is not None:
+                if own.parent != sockets:
+                    raise ValueError(f"{own} is not in the sandbox's folder of sockets ({sockets})")
+                self._routes.append((port, f"{SOCKETS}/{own.name}"))
+                continue
             name = f"{port}.sock"
-            self._relays.append(forwarding.UnixToTcp(str(self._sockets / name), port))
+            self._relays.append(forwarding.UnixToTcp(str(sockets / name), port))
             self._routes.append((port, f"{SOCKETS}/{name}"))
 
     def close(self) -> None:

@@ -160,15 +160,21 @@ def open_session(
         )  # fmt: skip
         recorder = Recorder(observer=observer, client=client, record=journal.append, events=events)
         endpoints = Endpoints()
+        sandbox = _sandbox(stack, config=config, run_dir=run_dir) if command else None
         if config.role == "scored" and config.tools:
-            tools = _start_tools(stack, endpoints, config=config, plan=plan, world=world, client=client,
-                                 journal=journal, recorder=recorder, querier=querier)  # fmt: skip
+            tools = _start_tools(
+                stack, endpoints, config=config, plan=plan, world=world, client=client, journal=journal,
+                recorder=recorder, querier=querier, sandbox=sandbox,
+            )  # fmt: skip
             servers.append(tools)
         if config.role == "scored" and config.model_url:
-            servers.append(_start_metering(stack, endpoints, config=config, world=world, journal=journal))
+            servers.append(_start_metering(stack, endpoints, config=config, world=world, journal=journal,
+                                           sandbox=sandbox))  # fmt: skip
         agent = None
         if command:
-            sandbox = _open_sandbox(stack, endpoints, config=config, run_dir=run_dir)
+            if sandbox is not None:
+                urls = (url for url in (endpoints.mcp_url, endpoints.model_url) if url)
+                sandbox.open(urls, served=endpoints.sockets)
             agent = AgentProcess(
                 command,
                 workspace=run_dir / "workspace",
@@ -191,10 +197,9 @@ def _tell_all(stops: list[Callable[[], None]]) -> None:
         stop_soon()
 
 
-def _open_sandbox(
-    stack: ExitStack, endpoints: Endpoints, *, config: RunConfig, run_dir: Path
-) -> Sandbox | None:
-    """The agent's sandbox, relaying to the run's tool server and model proxy; None when unsandboxed."""
+def _sandbox(stack: ExitStack, *, config: RunConfig, run_dir: Path) -> Sandbox | None:
+    """The agent's sandbox, opened once the run's tool server and model proxy listen on its sockets too;
+    None when unsandboxed."""
     if not config.sandboxed:
         return None
     sandbox = Sandbox(
@@ -204,7 +209,6 @@ def _open_sandbox(
         readonly=config.agent_paths,
     )
     stack.callback(sandbox.close)
-    sandbox.open(url for url in (endpoints.mcp_url, endpoints.model_url) if url)
     return sandbox
 
 
@@ -228,8 +232,9 @@ def _start_tools(
     journal: Journal,
     recorder: Recorder,
     querier: PrometheusQuerier,
+    sandbox: Sandbox | None,
 ) -> Callable[[], None]:
-    """Start the tool server; returns how to tell it to stop."""
+    """Start the tool server, on the sandbox's socket too; returns how to tell it to stop."""
     from orchestrator.interface.backend import Backend
     from orchestrator.interface.server import ToolServer
     from orchestrator.interface.sources import SourceStore
@@ -246,24 +251,36 @@ def _start_tools(
         namespace=plan.namespace,
     )
     server = ToolServer(backend, journal.append)
-    mcp_url, rest_url = server.start()
+    socket = sandbox.socket_path("tools") if sandbox is not None else None
+    mcp_url, rest_url = server.start(unix_socket=socket)
     stack.callback(server.stop)
     endpoints.tools = server
     endpoints.mcp_url, endpoints.rest_url = mcp_url, rest_url
+    if socket is not None:
+        endpoints.sockets[mcp_url] = socket
     return server.stop_soon
 
 
 def _start_metering(
-    stack: ExitStack, endpoints: Endpoints, *, config: RunConfig, world: World, journal: Journal
+    stack: ExitStack,
+    endpoints: Endpoints,
+    *,
+    config: RunConfig,
+    world: World,
+    journal: Journal,
+    sandbox: Sandbox | None,
 ) -> Callable[[], None]:
-    """Start the metering proxy; returns how to tell it to stop."""
+    """Start the metering proxy, on the sandbox's socket too; returns how to tell it to stop."""
     from orchestrator.run.metering import MeteringProxy
 
     assert config.model_url is not None
     key = os.environ.get(UPSTREAM_KEY_ENV) or os.environ.get("OPENAI_API_KEY", "")
     proxy = MeteringProxy(config.model_url, key, journal.append, world.now_s)
-    model_url = proxy.start()
+    socket = sandbox.socket_path("model") if sandbox is not None else None
+    model_url = proxy.start(unix_socket=socket)
     stack.callback(proxy.stop)
+    if socket is not None:
+        endpoints.sockets[model_url] = socket
     budget = config.token_budget
 
     class _Gate:

@@ -232,3 +232,52 @@ def test_a_warm_started_agent_runs_inside_the_sandbox_and_its_escaped_children_a
     log = (run_dir / "agent.log").read_text()
     assert "warm start failed" not in log
     assert agent._template is not None  # the template served both invocations
+
+
+FETCH = r"""
+import os, urllib.request
+open('fetched.txt', 'w').write(urllib.request.urlopen(os.environ['ENDPOINT'], timeout=5).read().decode())
+"""
+
+
+def test_a_server_of_the_run_listens_on_the_sandboxs_socket_itself_with_no_relay_between(
+    run_dir: Path,
+) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from orchestrator.serving import serve_locally
+
+    async def hello(_request: object) -> PlainTextResponse:
+        return PlainTextResponse("hello over the run's own socket")
+
+    app = Starlette(routes=[Route("/", hello)])
+    sandbox = sb.Sandbox(workspace=run_dir / "workspace", inbox_dir=run_dir / "inbox")
+    path = sandbox.socket_path("tools")
+    server = serve_locally(app, name="a server of the run", lifespan="off", unix_socket=path)
+    try:
+        url = f"{server.url}/"
+        sandbox.open([url], served={url: path})
+        assert sandbox._relays == []  # nothing but the server itself stands behind the socket
+        assert (path.stat().st_mode & 0o777) == 0o666  # the agent's uid may connect
+        agent = AgentProcess([sys.executable, "-c", FETCH], workspace=run_dir / "workspace",
+                             log_path=run_dir / "agent.log", sandbox=sandbox)  # fmt: skip
+        outcome = agent.invoke(1, env=agent_environment({"ENDPOINT": url}), budget_s=30.0)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5):
+            pass  # and it still serves on its port, for callers outside the sandbox
+    finally:
+        server.stop()
+        sandbox.close()
+    assert outcome.exit_code == 0, (run_dir / "agent.log").read_text()
+    assert (run_dir / "workspace" / "fetched.txt").read_text() == "hello over the run's own socket"
+    assert not path.exists()
+
+
+def test_a_served_socket_outside_the_sandboxs_folder_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    sandbox = sb.Sandbox(workspace=run_dir / "workspace", inbox_dir=run_dir / "inbox")
+    try:
+        with pytest.raises(ValueError, match="not in the sandbox's folder of sockets"):
+            sandbox.open(["http://127.0.0.1:9/"], served={"http://127.0.0.1:9/": tmp_path / "elsewhere.sock"})
+    finally:
+        sandbox.close()
