@@ -8,13 +8,11 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from orchestrator.bundle.records import ProbeSample, Record
-from orchestrator.catalog.loading import load_catalog
-from orchestrator.mechanisms.handles import Handle
 from orchestrator.run.events import Ignore
 from orchestrator.run.faults import LiveFault
 from orchestrator.run.observing import Recorder
-from orchestrator.schedule import Activation
 from orchestrator.telemetry.probes import ProbeQuery, ProbeResult
+from tests.run.live_faults import live_fault
 
 STEP_S = 30.0
 
@@ -43,27 +41,15 @@ class _Observer:
         return []
 
 
-def _fault(fault_id: str, catalog_id: str, inject_s: float) -> LiveFault:
-    catalog = load_catalog("online-boutique")
-    entry = catalog.by_id[catalog_id]
-    handle = Handle(fault_id=fault_id, catalog_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
-                    namespace="online-boutique", name=entry.target)  # fmt: skip
-    activation = Activation(
-        index=int(fault_id[1:]), arrival=1, at_s=int(inject_s), duration_s=150, catalog_id=entry.id,
-        category=entry.category, mechanism=str(entry.mechanism), target=entry.target,
-    )  # fmt: skip
-    return LiveFault(fault_id, activation, entry, handle, inject_s, tuple(sorted(catalog.scope(entry))))
-
-
 def _setup() -> tuple[Recorder, _Observer, list[Record], list[LiveFault]]:
     observer = _Observer()
     records: list[Record] = []
     recorder = Recorder(observer=cast(Any, observer), client=cast(Any, None), record=records.append,
                         events=Ignore())  # fmt: skip
     faults = [
-        _fault("f1", "ob-cart-container-kill", 90.0),
-        _fault("f2", "ob-cart-redis-partition", 90.0),
-        _fault("f3", "ob-cart-container-kill", 100.0),
+        live_fault("f1", "ob-cart-container-kill", 90.0),
+        live_fault("f2", "ob-cart-redis-partition", 90.0),
+        live_fault("f3", "ob-cart-container-kill", 100.0),
     ]
     for fault in faults:
         recorder.start_fault(fault)

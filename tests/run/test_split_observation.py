@@ -11,15 +11,13 @@ from typing import Any, cast
 import pytest
 
 from orchestrator.bundle.records import AlertRecord, ProbeSample, Record, ServiceSample
-from orchestrator.catalog.loading import load_catalog
 from orchestrator.errors import TelemetryError
-from orchestrator.mechanisms.handles import Handle
 from orchestrator.run.events import Ignore
 from orchestrator.run.faults import LiveFault
 from orchestrator.run.observing import Recorder
-from orchestrator.schedule import Activation
 from orchestrator.telemetry.alerts import EvaluatedAlert
 from orchestrator.telemetry.probes import ProbeQuery, ProbeResult, ServiceReading
+from tests.run.live_faults import live_fault
 
 WAIT_S = 30.0  # only a broken implementation waits this long
 
@@ -61,23 +59,11 @@ class _Observer:
         return [ServiceReading(at=until, namespace=self.namespace, service="frontend", q=1.0, e=0.0, l=0.1)]
 
 
-def _fault() -> LiveFault:
-    catalog = load_catalog("online-boutique")
-    entry = catalog.by_id["ob-cart-container-kill"]
-    handle = Handle(fault_id="f1", catalog_id=entry.id, mechanism=entry.mechanism, kind="Deployment",
-                    namespace="online-boutique", name=entry.target)  # fmt: skip
-    activation = Activation(
-        index=1, arrival=1, at_s=30, duration_s=300, catalog_id=entry.id, category=entry.category,
-        mechanism=str(entry.mechanism), target=entry.target,
-    )  # fmt: skip
-    return LiveFault("f1", activation, entry, handle, 30.0, tuple(sorted(catalog.scope(entry))))
-
-
 def _recorder(observer: _Observer) -> tuple[Recorder, list[Record], LiveFault]:
     records: list[Record] = []
     recorder = Recorder(observer=cast(Any, observer), client=cast(Any, None), record=records.append,
                         events=Ignore())  # fmt: skip
-    fault = _fault()
+    fault = live_fault("f1", "ob-cart-container-kill", 30.0)
     recorder.start_fault(fault)
     return recorder, records, fault
 
