@@ -70,8 +70,6 @@ class Endpoints:
     model_url: str = ""
     tools: ToolGate | None = None
     model: Gate | None = None
-    # The Unix socket each endpoint URL is also served on, for the agent's sandbox.
-    sockets: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass

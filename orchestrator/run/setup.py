@@ -161,20 +161,22 @@ def open_session(
         recorder = Recorder(observer=observer, client=client, record=journal.append, events=events)
         endpoints = Endpoints()
         sandbox = _sandbox(stack, config=config, run_dir=run_dir) if command else None
+        # The run's servers listen on the sandbox's sockets themselves: no relay between them and the agent.
+        sockets = {name: sandbox.socket_path(name) for name in ("tools", "model")} if sandbox else {}
         if config.role == "scored" and config.tools:
             tools = _start_tools(
                 stack, endpoints, config=config, plan=plan, world=world, client=client, journal=journal,
-                recorder=recorder, querier=querier, sandbox=sandbox,
+                recorder=recorder, querier=querier, socket=sockets.get("tools"),
             )  # fmt: skip
             servers.append(tools)
         if config.role == "scored" and config.model_url:
             servers.append(_start_metering(stack, endpoints, config=config, world=world, journal=journal,
-                                           sandbox=sandbox))  # fmt: skip
+                                           socket=sockets.get("model")))  # fmt: skip
         agent = None
         if command:
             if sandbox is not None:
-                urls = (url for url in (endpoints.mcp_url, endpoints.model_url) if url)
-                sandbox.open(urls, served=endpoints.sockets)
+                served = {endpoints.mcp_url: sockets["tools"], endpoints.model_url: sockets["model"]}
+                sandbox.open((url for url in served if url), served=served)
             agent = AgentProcess(
                 command,
                 workspace=run_dir / "workspace",
@@ -232,9 +234,9 @@ def _start_tools(
     journal: Journal,
     recorder: Recorder,
     querier: PrometheusQuerier,
-    sandbox: Sandbox | None,
+    socket: Path | None,
 ) -> Callable[[], None]:
-    """Start the tool server, on the sandbox's socket too; returns how to tell it to stop."""
+    """Start the tool server, on the sandbox's ``socket`` too; returns how to tell it to stop."""
     from orchestrator.interface.backend import Backend
     from orchestrator.interface.server import ToolServer
     from orchestrator.interface.sources import SourceStore
@@ -251,13 +253,10 @@ def _start_tools(
         namespace=plan.namespace,
     )
     server = ToolServer(backend, journal.append)
-    socket = sandbox.socket_path("tools") if sandbox is not None else None
     mcp_url, rest_url = server.start(unix_socket=socket)
     stack.callback(server.stop)
     endpoints.tools = server
     endpoints.mcp_url, endpoints.rest_url = mcp_url, rest_url
-    if socket is not None:
-        endpoints.sockets[mcp_url] = socket
     return server.stop_soon
 
 
@@ -268,19 +267,16 @@ def _start_metering(
     config: RunConfig,
     world: World,
     journal: Journal,
-    sandbox: Sandbox | None,
+    socket: Path | None,
 ) -> Callable[[], None]:
-    """Start the metering proxy, on the sandbox's socket too; returns how to tell it to stop."""
+    """Start the metering proxy, on the sandbox's ``socket`` too; returns how to tell it to stop."""
     from orchestrator.run.metering import MeteringProxy
 
     assert config.model_url is not None
     key = os.environ.get(UPSTREAM_KEY_ENV) or os.environ.get("OPENAI_API_KEY", "")
     proxy = MeteringProxy(config.model_url, key, journal.append, world.now_s)
-    socket = sandbox.socket_path("model") if sandbox is not None else None
     model_url = proxy.start(unix_socket=socket)
     stack.callback(proxy.stop)
-    if socket is not None:
-        endpoints.sockets[model_url] = socket
     budget = config.token_budget
 
     class _Gate:
