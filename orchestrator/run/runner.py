@@ -177,6 +177,15 @@ def run_marathon(
 ) -> RunResult:
     """Run one marathon end to end and return its id, sealed bundle and score (docs/metrics.md JSON);
     ``events`` follows it as it goes."""
+    # The whole run collects less: by the scoring, the twin's objects are still in memory, and reading the
+    # bundle at the default thresholds made the collector traverse them all, ten times the reading itself.
+    with collecting_less():
+        return _run_marathon(config, events=events, stop=stop)
+
+
+def _run_marathon(
+    config: RunConfig, *, events: RunEventHandler | None, stop: threading.Event | None
+) -> RunResult:
     began = time.monotonic()
     events = events or Ignore()
     stop = stop or threading.Event()
@@ -279,7 +288,6 @@ def _drive(
     Returns (why it ended, wall seconds per phase, invocations made)."""
     started_at = datetime.now(UTC).isoformat()  # a runtime fact for runtime.json only
     with (
-        collecting_less(),
         stop_on_signals(stop),
         open_session(
             config,
