@@ -172,9 +172,10 @@ def read_state(path: Path) -> dict[str, Any]:
 
 
 def write_state(path: Path, state: Mapping[str, Any]) -> None:
-    """Write atomically, so a kill at the budget never leaves half a state file."""
+    """Write atomically, so a kill at the budget never leaves half a state file. Compact: an agent writes its
+    state after every action, and only the unindented form is encoded in C."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.write_text(json.dumps(state, sort_keys=True, separators=(",", ":")), encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -121,10 +121,11 @@ def plan_runbook(alerts: list[AlertView], state: dict[str, Any], *, namespace: s
 
 
 def record_outcome(state: dict[str, Any], incident_id: str, *, ok: bool) -> dict[str, Any]:
-    """The state after an action of ``incident_id`` finished (no side effects)."""
-    new = copy.deepcopy(state)
-    new["incidents"][incident_id]["action_ok"] = ok
-    return new
+    """The state after an action of ``incident_id`` finished (no side effects): the incident and the maps
+    that hold it are new, the rest is shared with ``state``, which is not changed."""
+    incidents = dict(state["incidents"])
+    incidents[incident_id] = {**incidents[incident_id], "action_ok": ok}
+    return {**state, "incidents": incidents}
 
 
 def replicas_in(result: Any) -> int | None:

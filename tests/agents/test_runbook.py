@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from orchestrator.agents.inputs import AlertView, parse_alerts, workload_of
@@ -79,6 +80,15 @@ def test_alerts_are_grouped_into_one_incident_per_workload_with_one_action_each(
         ("rb-cartservice-1", "restart", "cartservice"),
         ("rb-checkoutservice-1", "scale", "checkoutservice"),
     ]
+
+
+def test_recording_an_outcome_leaves_the_state_it_was_given_as_it_was() -> None:
+    first = plan_runbook([alert("a1", "ServiceHighErrorRatio", service="cartservice")], {}, namespace=NS)
+    before = json.dumps(first.state, sort_keys=True)
+    state = record_outcome(first.state, "rb-cartservice-1", ok=False)
+    assert json.dumps(first.state, sort_keys=True) == before
+    assert first.state["incidents"]["rb-cartservice-1"]["action_ok"] is None
+    assert state["incidents"]["rb-cartservice-1"]["action_ok"] is False
 
 
 def test_the_action_runs_once_and_a_successful_one_resolves_the_incident_at_the_next_invocation() -> None:
