@@ -1,7 +1,13 @@
-"""The one seam to Kubernetes: the official client, objects in their JSON form, errors as ``ClusterError``."""
+"""The one seam to Kubernetes: the official client, objects in their JSON form, errors as ``ClusterError``.
+
+Objects are read as the API server sent them (``_preload_content=False``, the client's option for the raw
+response): the client's typed models would be built from the JSON only to be turned back into it, which
+cost more than the request, and would rewrite its timestamps and drop its explicit nulls on the way.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,9 +127,13 @@ class KubeClient:
             options["headers"] = {"Authorization": str(bearer["value"])}
         return options
 
-    def _json(self, obj: Any) -> Json:
-        data: Json = self.api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
-        return data
+    def _fetch(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``_call`` for the response body as JSON, as the server sent it."""
+        response = self._call(what, func, *args, _preload_content=False, **kwargs)
+        try:
+            return json.loads(response.data)
+        except ValueError as exc:
+            raise ClusterError(f"{what}: the API server's answer is not JSON: {exc}") from exc
 
     def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -136,7 +146,7 @@ class KubeClient:
             raise ClusterError(f"{what}: cannot reach the API server: {exc}") from exc
 
     def read(self, ref: ObjectRef) -> Json:
-        obj = self._json(self._call(f"read {ref}", self._method("read", ref.kind), *self._where(ref)))
+        obj: Json = self._fetch(f"read {ref}", self._method("read", ref.kind), *self._where(ref))
         obj.setdefault("kind", ref.kind)
         return obj
 
@@ -158,8 +168,8 @@ class KubeClient:
         namespaced = _API_OF_KIND.get(kind, ("", "", False))[2]
         args = (namespace,) if namespaced else ()
         where = f"list {kind} in {namespace}" if namespaced else f"list {kind}"
-        found = self._call(where, self._method("list", kind), *args, label_selector=selector)
-        items = [self._json(item) for item in found.items]
+        listed = self._fetch(where, self._method("list", kind), *args, label_selector=selector)
+        items: list[Json] = listed["items"]
         for item in items:
             item.setdefault("kind", kind)
         return items
@@ -167,7 +177,7 @@ class KubeClient:
     def create(self, kind: str, *, namespace: str, body: Json) -> Json:
         name = body.get("metadata", {}).get("name", "?")
         ref = ObjectRef(kind, namespace, name)
-        obj = self._json(self._call(f"create {ref}", self._method("create", kind), namespace, body))
+        obj: Json = self._fetch(f"create {ref}", self._method("create", kind), namespace, body)
         obj.setdefault("kind", kind)
         return obj
 
@@ -177,10 +187,8 @@ class KubeClient:
     def scale(self, ref: ObjectRef, replicas: int) -> Json:
         """Set ``replicas`` through the scale subresource, as ``kubectl scale`` does."""
         body = {"spec": {"replicas": replicas}}
-        scaled: Json = self._json(
-            self._call(
-                f"scale {ref}", self._method("patch", ref.kind + "Scale"), ref.name, ref.namespace, body
-            )
+        scaled: Json = self._fetch(
+            f"scale {ref}", self._method("patch", ref.kind + "Scale"), ref.name, ref.namespace, body
         )
         return scaled
 
@@ -217,25 +225,25 @@ class KubeClient:
         where: tuple[str, ...] = (ref.name, ref.namespace)
         if ref.kind == "Node":  # cluster-scoped: a node has no namespace
             patchers["Node"], where = self.core.patch_node, (ref.name,)
-        result = self._call(
+        obj: Json = self._fetch(
             f"patch {ref}",
             patchers[ref.kind],
             *where,
             patch.body,
             _content_type=_CONTENT_TYPES[patch.style],
         )
-        obj = self._json(result)
         obj.setdefault("kind", ref.kind)
         return obj
 
     def list_pods(self, namespace: str, *, selector: str) -> list[Json]:
-        pods = self._call(
-            f"list pods in {namespace}", self.core.list_namespaced_pod, namespace, label_selector=selector
-        )
-        return [self._json(pod) for pod in pods.items]
+        where = f"list pods in {namespace}"
+        listed = self._fetch(where, self.core.list_namespaced_pod, namespace, label_selector=selector)
+        pods: list[Json] = listed["items"]
+        return pods
 
     def list_nodes(self) -> list[Json]:
-        return [self._json(node) for node in self._call("list nodes", self.core.list_node).items]
+        nodes: list[Json] = self._fetch("list nodes", self.core.list_node)["items"]
+        return nodes
 
     def get_chaos(self, *, namespace: str, plural: str, name: str) -> Json:
         obj: Json = self._call(
