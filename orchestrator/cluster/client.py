@@ -168,8 +168,7 @@ class KubeClient:
         namespaced = _API_OF_KIND.get(kind, ("", "", False))[2]
         args = (namespace,) if namespaced else ()
         where = f"list {kind} in {namespace}" if namespaced else f"list {kind}"
-        listed = self._fetch(where, self._method("list", kind), *args, label_selector=selector)
-        items: list[Json] = listed["items"]
+        items = _items(self._fetch(where, self._method("list", kind), *args, label_selector=selector))
         for item in items:
             item.setdefault("kind", kind)
         return items
@@ -237,13 +236,10 @@ class KubeClient:
 
     def list_pods(self, namespace: str, *, selector: str) -> list[Json]:
         where = f"list pods in {namespace}"
-        listed = self._fetch(where, self.core.list_namespaced_pod, namespace, label_selector=selector)
-        pods: list[Json] = listed["items"]
-        return pods
+        return _items(self._fetch(where, self.core.list_namespaced_pod, namespace, label_selector=selector))
 
     def list_nodes(self) -> list[Json]:
-        nodes: list[Json] = self._fetch("list nodes", self.core.list_node)["items"]
-        return nodes
+        return _items(self._fetch("list nodes", self.core.list_node))
 
     def get_chaos(self, *, namespace: str, plural: str, name: str) -> Json:
         obj: Json = self._call(
@@ -266,6 +262,12 @@ class KubeClient:
 
     def close(self) -> None:
         self.api.close()  # type: ignore[no-untyped-call]
+
+
+def _items(listed: Json) -> list[Json]:
+    """The objects of a list response (an empty list may come as null)."""
+    items: list[Json] = listed.get("items") or []
+    return items
 
 
 def _origin(url: str) -> tuple[str, str]:
